@@ -1,0 +1,3 @@
+from seamspec._cli import main
+
+raise SystemExit(main())

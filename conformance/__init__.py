@@ -7,7 +7,15 @@ change without notice.
 from __future__ import annotations
 
 from ._adapter import Adapter, ImplementationInfo, Trace, load_adapter
-from ._catalogue import CONTRACTS, SPEC_VERSION, Catalogue, Contract, Rule, catalogue
+from ._catalogue import (
+    CONTRACTS,
+    SPEC_VERSION,
+    Catalogue,
+    Contract,
+    Rule,
+    catalogue,
+    rules_markdown,
+)
 from ._coverage import rule_coverage
 from ._errors import (
     AdapterLoadError,
@@ -20,7 +28,7 @@ from ._errors import (
 )
 from ._python_adapter import ContractDriver, PythonAdapter
 from ._report import REPORT_VERSION, to_json_report, write_json_report, write_junit_xml
-from ._runner import Finding, RunResult, Runner, ScenarioResult, Status, judge, summary_line
+from ._runner import Finding, Runner, RunResult, ScenarioResult, Status, judge, summary_line
 from ._scenario import Scenario, default_scenario_root, load_scenarios, validate_files
 from ._tracer import Tracer
 from ._woc_driver import (
@@ -54,9 +62,9 @@ __all__ = [
     "ScriptedObserver",
     "SeamspecError",
     "Status",
+    "Trace",
     "TracedObserver",
     "Tracer",
-    "Trace",
     "Unsupported",
     "WriteObserverChainDriver",
     "WriteObserverImplementation",
@@ -66,6 +74,7 @@ __all__ = [
     "load_adapter",
     "load_scenarios",
     "rule_coverage",
+    "rules_markdown",
     "summary_line",
     "to_json_report",
     "validate_files",

@@ -9,8 +9,11 @@ expected, so it cannot be written to the test.
 from __future__ import annotations
 
 import importlib
+import os
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from types import ModuleType
 from typing import Any, Protocol, runtime_checkable
 
 from ._errors import AdapterLoadError
@@ -67,6 +70,24 @@ BUILTIN_ADAPTERS = {
 }
 
 
+def _import_module(name: str) -> ModuleType:
+    """Import ``name``, also looking in the current folder, as ``python -m`` would.
+
+    The ``seamspec`` console script does not put the current folder on ``sys.path``, yet
+    "run from the folder that contains your adapter" is the natural way to try one. The
+    folder is added only when the module's own top-level package is what was missing, so
+    an adapter with a broken import of its own still reports that import.
+    """
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as error:
+        here = os.getcwd()
+        if error.name != name.partition(".")[0] or here in sys.path or "" in sys.path:
+            raise
+    sys.path.insert(0, here)
+    return importlib.import_module(name)
+
+
 def load_adapter(spec: str) -> Adapter:
     """Load ``reference``, ``reference-trio`` or ``package.module:attribute``.
 
@@ -81,7 +102,7 @@ def load_adapter(spec: str) -> Adapter:
             "nor of the form package.module:attribute"
         )
     try:
-        module = importlib.import_module(module_name)
+        module = _import_module(module_name)
     except ImportError as error:
         raise AdapterLoadError(
             f"--impl {spec!r}: cannot import module {module_name!r}: {error}\n"
@@ -91,14 +112,19 @@ def load_adapter(spec: str) -> Adapter:
     try:
         obj = getattr(module, attribute)
     except AttributeError:
-        raise AdapterLoadError(f"--impl {spec!r}: module {module_name!r} has no attribute {attribute!r}") from None
+        raise AdapterLoadError(
+            f"--impl {spec!r}: module {module_name!r} has no attribute {attribute!r}"
+        ) from None
     if not isinstance(obj, Adapter) and callable(obj):
         try:
             obj = obj()
         except Exception as error:
-            raise AdapterLoadError(f"--impl {spec!r}: calling {attribute}() to build the adapter failed: {error!r}") from error
+            raise AdapterLoadError(
+                f"--impl {spec!r}: calling {attribute}() to build the adapter failed: {error!r}"
+            ) from error
     if not isinstance(obj, Adapter):
         raise AdapterLoadError(
-            f"--impl {spec!r}: {type(obj).__name__} is not an adapter: it needs info(), run(request) and close()"
+            f"--impl {spec!r}: {type(obj).__name__} is not an adapter: "
+            "it needs info(), run(request) and close()"
         )
     return obj

@@ -16,7 +16,15 @@ import yaml
 
 from ._errors import CatalogueError
 
-__all__ = ["CONTRACTS", "SPEC_VERSION", "Catalogue", "Contract", "Rule", "catalogue"]
+__all__ = [
+    "CONTRACTS",
+    "SPEC_VERSION",
+    "Catalogue",
+    "Contract",
+    "Rule",
+    "catalogue",
+    "rules_markdown",
+]
 
 #: Bumped when a rule is added, split or its meaning changes; reports carry it.
 SPEC_VERSION = "2026.11"
@@ -108,3 +116,13 @@ def catalogue() -> Catalogue:
     if duplicates:
         raise CatalogueError(f"rule IDs defined twice in the catalogue: {duplicates}")
     return Catalogue(contracts)
+
+
+def rules_markdown(contract: str | None = None) -> str:
+    """The rules table the docs embed; ``tests/test_docs.py`` checks the docs against it."""
+    lines = ["| ID | level | rule | rationale |", "|---|---|---|---|"]
+    for rule in catalogue():
+        if contract is None or rule.contract == contract:
+            text, why = (s.replace("|", "\\|") for s in (rule.text, rule.rationale))
+            lines.append(f"| {rule.id} | {rule.level} | {text} | {why} |")
+    return "\n".join(lines) + "\n"

@@ -14,7 +14,9 @@ __all__ = ["ContractJudge", "contract_judges", "contract_linters"]
 
 Linter = Callable[[dict[str, Any]], list[tuple[tuple[str | int, ...], str]]]
 # (scenario request incl. given/when, then, trace) -> list of (rule_id or "", message)
-ContractJudge = Callable[[dict[str, Any], dict[str, Any], list[dict[str, Any]]], list[tuple[str, str]]]
+ContractJudge = Callable[
+    [dict[str, Any], dict[str, Any], list[dict[str, Any]]], list[tuple[str, str]]
+]
 
 
 @cache

@@ -66,7 +66,9 @@ class PythonAdapter:
     def run(self, request: Mapping[str, Any]) -> Trace:
         driver = self._drivers.get(request["contract"])
         if driver is None:
-            raise Unsupported(f"{self._info.name} does not implement the {request['contract']} contract")
+            raise Unsupported(
+                f"{self._info.name} does not implement the {request['contract']} contract"
+            )
         trace: Trace = anyio.run(driver.perform, request, backend=self._backend)
         return trace
 

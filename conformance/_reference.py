@@ -6,8 +6,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from seamspec import __version__
 from seamspec.reference import ObserverFailure, WriteObserver, WriteObserverChain, WriteTools
+
+from seamspec import __version__
 
 from ._python_adapter import PythonAdapter
 from ._woc_driver import WriteObserverChainDriver
@@ -18,7 +19,7 @@ __all__ = ["ReferenceWriteObservers", "asyncio_adapter", "reference_adapter", "t
 class ReferenceWriteObservers:
     """The reference chain and write tools, as the WOC driver wants them."""
 
-    features = ("write-tools", "builtin-observers", "hook-time-limit")
+    features: tuple[str, ...] = ("write-tools", "builtin-observers", "hook-time-limit")
 
     def make_chain(
         self,

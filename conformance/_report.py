@@ -21,7 +21,13 @@ from seamspec import __version__
 from ._catalogue import SPEC_VERSION
 from ._runner import RunResult
 
-__all__ = ["REPORT_VERSION", "report_schema", "to_json_report", "write_json_report", "write_junit_xml"]
+__all__ = [
+    "REPORT_VERSION",
+    "report_schema",
+    "to_json_report",
+    "write_json_report",
+    "write_junit_xml",
+]
 
 REPORT_VERSION = 1
 
@@ -78,7 +84,9 @@ def write_junit_xml(report: dict[str, Any], path: Path) -> None:
     """One test case per scenario, classed by contract; SHOULD failures are not failures."""
     suite = TestSuite(f"seamspec:{report['implementation']['name']}")
     for entry in report["results"]:
-        case = TestCase(entry["scenario"], classname=f"seamspec.{entry['contract']}", time=entry["duration"])
+        case = TestCase(
+            entry["scenario"], classname=f"seamspec.{entry['contract']}", time=entry["duration"]
+        )
         status, counts_as = entry["status"], entry["counts_as"]
         message = f"rules {', '.join(entry['broken_rules'] or entry['rules'])}"
         if counts_as == "failure":

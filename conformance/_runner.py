@@ -43,7 +43,12 @@ class Finding:
     message: str
 
     def to_json(self) -> dict[str, Any]:
-        return {"source": self.source, "rule": self.rule, "level": self.level, "message": self.message}
+        return {
+            "source": self.source,
+            "rule": self.rule,
+            "level": self.level,
+            "message": self.message,
+        }
 
 
 @dataclass
@@ -87,7 +92,15 @@ class RunResult:
     duration: float
 
     def summary(self) -> dict[str, int]:
-        counts = {"passed": 0, "failed": 0, "skipped": 0, "errors": 0, "warnings": 0, "xfailed": 0, "xpassed": 0}
+        counts = {
+            "passed": 0,
+            "failed": 0,
+            "skipped": 0,
+            "errors": 0,
+            "warnings": 0,
+            "xfailed": 0,
+            "xpassed": 0,
+        }
         for r in self.results:
             if r.status == "pass":
                 counts["passed"] += 1
@@ -114,7 +127,12 @@ class RunResult:
 
 def summary_line(summary: dict[str, int]) -> str:
     line = f"{summary['passed']} passed, {summary['failed']} failed"
-    for key, word in (("skipped", "skipped"), ("errors", "errors"), ("xfailed", "xfailed"), ("xpassed", "xpassed")):
+    for key, word in (
+        ("skipped", "skipped"),
+        ("errors", "errors"),
+        ("xfailed", "xfailed"),
+        ("xpassed", "xpassed"),
+    ):
         if summary.get(key):
             line += f", {summary[key]} {word}"
     return line
@@ -122,10 +140,14 @@ def summary_line(summary: dict[str, int]) -> str:
 
 def _validate_trace(trace: object) -> Trace:
     if not isinstance(trace, list):
-        raise ImplementationError(f"the adapter returned a {type(trace).__name__}, not a list of events")
+        raise ImplementationError(
+            f"the adapter returned a {type(trace).__name__}, not a list of events"
+        )
     for index, event in enumerate(trace):
         if not isinstance(event, dict) or not isinstance(event.get("type"), str):
-            raise ImplementationError(f"trace event {index} is not an object with a string 'type': {event!r:.200}")
+            raise ImplementationError(
+                f"trace event {index} is not an object with a string 'type': {event!r:.200}"
+            )
     try:
         json.dumps(trace)
     except (TypeError, ValueError) as error:
@@ -152,7 +174,9 @@ class Runner:
         self.on_result = on_result
         self.info = adapter.info()
 
-    def run(self, scenarios: Iterable[Scenario], *, stop: Callable[[ScenarioResult], bool] | None = None) -> RunResult:
+    def run(
+        self, scenarios: Iterable[Scenario], *, stop: Callable[[ScenarioResult], bool] | None = None
+    ) -> RunResult:
         started = time.time()
         t0 = time.perf_counter()
         results: list[ScenarioResult] = []
@@ -206,15 +230,18 @@ class Runner:
         worker.join(self.timeout)
         if worker.is_alive():
             raise ImplementationError(
-                f"the implementation did not finish scenario {scenario.id} within {self.timeout:g} s",
-                context="hint: a hook that never returns? raise --timeout if the implementation is just slow",
+                f"the implementation did not finish scenario {scenario.id} "
+                f"within {self.timeout:g} s",
+                context="hint: a hook that never returns? "
+                "raise --timeout if the implementation is just slow",
             )
         if "error" in box:
             error = box["error"]
             if isinstance(error, (Unsupported, ImplementationError)):
                 raise error
             raise ImplementationError(
-                f"the implementation raised {type(error).__name__}: {error}", context=box["tb"].rstrip()
+                f"the implementation raised {type(error).__name__}: {error}",
+                context=box["tb"].rstrip(),
             )
         return box.get("trace")
 
@@ -229,5 +256,7 @@ def judge(scenario: Scenario, trace: Trace) -> list[Finding]:
         level = rules[rule].level if rule in rules else "MUST"
         findings.append(Finding("oracle", rule, level, message))
     for _, message in expect(request, scenario.then, trace):
-        findings.append(Finding("then", None, "MUST" if scenario.level == "MUST" else "SHOULD", message))
+        findings.append(
+            Finding("then", None, "MUST" if scenario.level == "MUST" else "SHOULD", message)
+        )
     return findings

@@ -23,7 +23,13 @@ from ._contracts import contract_linters
 from ._errors import Problem, ScenarioError
 from ._yaml import LoadedYaml, YamlProblem, load_yaml
 
-__all__ = ["Scenario", "default_scenario_root", "load_scenarios", "scenario_schema", "validate_files"]
+__all__ = [
+    "Scenario",
+    "default_scenario_root",
+    "load_scenarios",
+    "scenario_schema",
+    "validate_files",
+]
 
 
 @dataclass(frozen=True)
@@ -78,18 +84,21 @@ def _expand(paths: Sequence[Path]) -> tuple[list[Path], list[Problem]]:
 def _schema_problems(file: str, loaded: LoadedYaml) -> list[Problem]:
     validator = jsonschema.Draft202012Validator(scenario_schema())
     problems = []
-    for error in sorted(validator.iter_errors(loaded.data), key=lambda e: list(e.absolute_path)):
-        error = _most_specific(error)
+    for found in sorted(validator.iter_errors(loaded.data), key=lambda e: list(e.absolute_path)):
+        error = _most_specific(found)
         path = tuple(error.absolute_path)
         where = "/".join(str(p) for p in path) or "(top level)"
         line = loaded.line_of(path)
         message = error.message
         if error.validator == "additionalProperties" and isinstance(error.instance, dict):
-            allowed = set(error.schema.get("properties", {}))
+            schema = error.schema if isinstance(error.schema, dict) else {}
+            allowed = set(schema.get("properties", {}))
             extra = sorted(set(error.instance) - allowed)
             if extra:
-                line = loaded.line_of((*path, f"<{extra[0]}>")) or line
-                message = f"unknown key {extra[0]!r}" + (f" (allowed: {', '.join(sorted(allowed))})" if allowed else "")
+                line = loaded.line_of(path + (f"<{extra[0]}>",)) or line
+                message = f"unknown key {extra[0]!r}" + (
+                    f" (allowed: {', '.join(sorted(allowed))})" if allowed else ""
+                )
         elif error.validator == "required":
             message = error.message.replace("is a required property", "is missing (required)")
         problems.append(Problem(file, line, f"at {where}: {message}", _hint(error)))
@@ -99,7 +108,10 @@ def _schema_problems(file: str, loaded: LoadedYaml) -> list[Problem]:
 def _most_specific(error: ValidationError) -> ValidationError:
     """For ``oneOf`` (the step verbs), report the alternative that came closest."""
     while error.validator in ("oneOf", "anyOf") and error.context:
-        error = best_match(error.context, key=lambda e: (-len(e.path), e.validator not in ("additionalProperties", "required")))
+        error = best_match(
+            error.context,
+            key=lambda e: (-len(e.path), e.validator not in ("additionalProperties", "required")),
+        )
     return error
 
 
@@ -107,7 +119,9 @@ def _hint(error: ValidationError) -> str:
     if error.validator == "enum":
         return "use one of the listed values"
     if error.validator == "additionalProperties":
-        return "check the spelling; the schema is in seamspec/conformance/schemas/scenario.schema.json"
+        return (
+            "check the spelling; the schema is in seamspec/conformance/schemas/scenario.schema.json"
+        )
     if error.validator == "type":
         return "YAML turned the value into another type; quote it if it should be a string"
     return ""
@@ -125,11 +139,21 @@ def _catalogue_problems(file: str, loaded: LoadedYaml) -> list[Problem]:
             known = [r.id for r in rules.rules_of(data.get("contract", ""))]
             close = [k for k in known if k.split("-")[1:2] == rule_id.split("-")[1:2]]
             problems.append(
-                Problem(file, line, f"unknown rule ID {rule_id!r}",
-                        f"did you mean {', '.join(close)}?" if close else "run `seamspec rules` to list the rules")
+                Problem(
+                    file,
+                    line,
+                    f"unknown rule ID {rule_id!r}",
+                    f"did you mean {', '.join(close)}?"
+                    if close
+                    else "run `seamspec rules` to list the rules",
+                )
             )
         elif rules[rule_id].contract != data.get("contract"):
-            problems.append(Problem(file, line, f"rule {rule_id} belongs to contract {rules[rule_id].contract!r}"))
+            problems.append(
+                Problem(
+                    file, line, f"rule {rule_id} belongs to contract {rules[rule_id].contract!r}"
+                )
+            )
     return problems
 
 
@@ -146,11 +170,21 @@ def validate_files(paths: Sequence[Path]) -> tuple[list[Scenario], list[Problem]
             problems.append(Problem(file, None, f"not UTF-8 text: {error.reason}"))
             continue
         except YamlProblem as error:
-            problems.append(Problem(file, error.line, error.message, "fix the YAML; `seamspec validate` rechecks"))
+            problems.append(
+                Problem(
+                    file, error.line, error.message, "fix the YAML; `seamspec validate` rechecks"
+                )
+            )
             continue
         data = loaded.data
         if not isinstance(data, dict):
-            problems.append(Problem(file, 1, f"the document is a {type(data).__name__}, not a mapping of scenario fields"))
+            problems.append(
+                Problem(
+                    file,
+                    1,
+                    f"the document is a {type(data).__name__}, not a mapping of scenario fields",
+                )
+            )
             continue
         found = _schema_problems(file, loaded) + _catalogue_problems(file, loaded)
         if not found:
@@ -160,24 +194,43 @@ def validate_files(paths: Sequence[Path]) -> tuple[list[Scenario], list[Problem]
         scenario_id = data.get("id")
         if isinstance(scenario_id, str):
             if scenario_id in seen_ids:
-                found.append(Problem(file, loaded.line_of(("id",)),
-                                     f"duplicate scenario ID {scenario_id!r} (also in {seen_ids[scenario_id]})",
-                                     "scenario IDs are stable and unique; pick a new one"))
+                found.append(
+                    Problem(
+                        file,
+                        loaded.line_of(("id",)),
+                        f"duplicate scenario ID {scenario_id!r} (also in {seen_ids[scenario_id]})",
+                        "scenario IDs are stable and unique; pick a new one",
+                    )
+                )
             else:
                 seen_ids[scenario_id] = file
             if path.stem != scenario_id:
-                found.append(Problem(file, loaded.line_of(("id",)),
-                                     f"file name {path.name!r} does not match the scenario ID {scenario_id!r}",
-                                     f"rename the file to {scenario_id}.yaml"))
+                found.append(
+                    Problem(
+                        file,
+                        loaded.line_of(("id",)),
+                        f"file name {path.name!r} does not match the scenario ID {scenario_id!r}",
+                        f"rename the file to {scenario_id}.yaml",
+                    )
+                )
         if found:
             problems.extend(found)
             continue
         scenarios.append(
             Scenario(
-                id=data["id"], title=data["title"], contract=data["contract"], rules=tuple(data["rules"]),
-                level=data["level"], tags=tuple(data["tags"]), requires=tuple(data.get("requires", ())),
-                description=data["description"], given=data["given"], when=data["when"], then=data["then"],
-                source=file, raw=data,
+                id=data["id"],
+                title=data["title"],
+                contract=data["contract"],
+                rules=tuple(data["rules"]),
+                level=data["level"],
+                tags=tuple(data["tags"]),
+                requires=tuple(data.get("requires", ())),
+                description=data["description"],
+                given=data["given"],
+                when=data["when"],
+                then=data["then"],
+                source=file,
+                raw=data,
             )
         )
     return scenarios, problems

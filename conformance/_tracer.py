@@ -23,7 +23,9 @@ class Tracer:
     def count(self, type_: str, **fields: Any) -> int:
         with self._lock:
             return sum(
-                1 for e in self.events if e["type"] == type_ and all(e.get(k) == v for k, v in fields.items())
+                1
+                for e in self.events
+                if e["type"] == type_ and all(e.get(k) == v for k, v in fields.items())
             )
 
     def tail(self, n: int = 8) -> str:

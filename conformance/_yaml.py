@@ -72,17 +72,21 @@ def _convert(node: yaml.Node, path: Path_, lines: dict[Path_, int], c: _Construc
         out: dict[str, Any] = {}
         for key_node, value_node in node.value:
             if key_node.tag == "tag:yaml.org,2002:merge":
-                raise YamlProblem("YAML merge keys ('<<') are not supported", key_node.start_mark.line + 1)
+                raise YamlProblem(
+                    "YAML merge keys ('<<') are not supported", key_node.start_mark.line + 1
+                )
             key = _scalar(key_node, c)
             if not isinstance(key, str):
-                raise YamlProblem(f"mapping key {key!r} is not a string", key_node.start_mark.line + 1)
+                raise YamlProblem(
+                    f"mapping key {key!r} is not a string", key_node.start_mark.line + 1
+                )
             if key in out:
                 raise YamlProblem(f"duplicate key {key!r}", key_node.start_mark.line + 1)
-            lines[(*path, f"<{key}>")] = key_node.start_mark.line + 1
-            out[key] = _convert(value_node, (*path, key), lines, c)
+            lines[path + (f"<{key}>",)] = key_node.start_mark.line + 1
+            out[key] = _convert(value_node, path + (key,), lines, c)
         return out
     if isinstance(node, yaml.SequenceNode):
-        return [_convert(item, (*path, i), lines, c) for i, item in enumerate(node.value)]
+        return [_convert(item, path + (i,), lines, c) for i, item in enumerate(node.value)]
     return _scalar(node, c)
 
 
@@ -91,7 +95,7 @@ def _scalar(node: yaml.Node, c: _Constructor) -> Any:
         raise YamlProblem("complex mapping keys are not supported", node.start_mark.line + 1)
     try:
         return c.construct_object(node, deep=True)
-    except yaml.constructor.ConstructorError as error:
+    except yaml.constructor.ConstructorError:
         raise YamlProblem(
             f"unsupported YAML tag {node.tag!r}: scenarios are plain data", node.start_mark.line + 1
         ) from None

@@ -10,6 +10,7 @@ shared with the diagnostics observer so both kill and reap their children the sa
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import subprocess
 from collections.abc import Sequence
@@ -89,7 +90,8 @@ async def run_bounded(
                 returncode = await process.wait()
             finally:
                 if process.returncode is None:
-                    process.kill()
+                    with contextlib.suppress(ProcessLookupError):  # it may have just exited
+                        process.kill()
                 with anyio.CancelScope(shield=True):
                     await process.wait()  # reap, so not even a zombie is left
                     await process.aclose()

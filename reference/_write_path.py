@@ -133,7 +133,10 @@ class WriteTools:
             target, rel = self._check(path)
         except SandboxRefused as refusal:
             return ToolResult(False, f"refused: {refusal}")
-        data = content.encode("utf-8") if isinstance(content, str) else bytes(content)
+        try:
+            data = content.encode("utf-8") if isinstance(content, str) else bytes(content)
+        except UnicodeEncodeError:
+            return ToolResult(False, "write failed: the content cannot be encoded as UTF-8")
         return await self._mutate(target, rel, data, f"wrote {len(data)} bytes to {rel}")
 
     async def edit(self, path: str, old: str, new: str) -> ToolResult:
@@ -159,7 +162,10 @@ class WriteTools:
         if count != 1:
             where = "does not occur" if count == 0 else f"occurs {count} times"
             return ToolResult(False, f"edit failed: the text to replace {where} in {rel}")
-        data = text.replace(old, new, 1).encode("utf-8")
+        try:
+            data = text.replace(old, new, 1).encode("utf-8")
+        except UnicodeEncodeError:
+            return ToolResult(False, "edit failed: the new text cannot be encoded as UTF-8")
         return await self._mutate(target, rel, data, f"edited {rel}")
 
     async def delete(self, path: str) -> ToolResult:
@@ -193,7 +199,10 @@ class WriteTools:
             raise SandboxRefused(f"{path!r} is not a usable path")
         if PurePosixPath(path).is_absolute() or Path(path).is_absolute():
             raise SandboxRefused(f"{path} is absolute; paths are relative to the workspace")
-        target = (self._root / path).resolve()
+        try:
+            target = (self._root / path).resolve()
+        except (OSError, RuntimeError) as error:  # RuntimeError: a symlink loop (< 3.13)
+            raise SandboxRefused(f"{path} cannot be resolved: {error}") from None
         if target == self._root:
             raise SandboxRefused(f"{path} is the workspace itself, not a file in it")
         if not target.is_relative_to(self._root):

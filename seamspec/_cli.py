@@ -18,8 +18,8 @@ from rich.console import Console
 from seamspec import __version__
 from seamspec.conformance import (
     AdapterLoadError,
-    RunResult,
     Runner,
+    RunResult,
     Scenario,
     ScenarioError,
     ScenarioResult,
@@ -27,6 +27,7 @@ from seamspec.conformance import (
     load_adapter,
     load_scenarios,
     rule_coverage,
+    rules_markdown,
     summary_line,
     validate_files,
     write_json_report,
@@ -36,40 +37,82 @@ from seamspec.conformance._catalogue import CONTRACTS
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
-_STYLE = {"pass": "green", "fail": "red", "error": "magenta", "skip": "yellow", "xfail": "cyan", "xpass": "red"}
+_STYLE = {
+    "pass": "green",
+    "fail": "red",
+    "error": "magenta",
+    "skip": "yellow",
+    "xfail": "cyan",
+    "xpass": "red",
+}
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="seamspec", description=__doc__.splitlines()[0] if __doc__ else None)
+    parser = argparse.ArgumentParser(
+        prog="seamspec", description=__doc__.splitlines()[0] if __doc__ else None
+    )
     parser.add_argument("--version", action="version", version=f"seamspec {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     run = sub.add_parser("run", help="run the conformance suite against an implementation")
-    run.add_argument("--impl", default="reference", metavar="X",
-                     help="reference (default), reference-trio, or package.module:attribute of a Python adapter")
-    run.add_argument("--contract", action="append", choices=CONTRACTS, help="only this contract (repeatable)")
-    run.add_argument("-k", dest="pattern", metavar="PATTERN",
-                     help="only scenarios whose ID, title or tags contain PATTERN (a glob if it has * or ?)")
-    run.add_argument("--scenarios", action="append", type=Path, metavar="PATH",
-                     help="scenario files or folders (default: the suite shipped with seamspec)")
+    run.add_argument(
+        "--impl",
+        default="reference",
+        metavar="X",
+        help="reference (default), reference-trio, or package.module:attribute of a Python adapter",
+    )
+    run.add_argument(
+        "--contract", action="append", choices=CONTRACTS, help="only this contract (repeatable)"
+    )
+    run.add_argument(
+        "-k",
+        dest="pattern",
+        metavar="PATTERN",
+        help="only scenarios whose ID, title or tags contain PATTERN (a glob if it has * or ?)",
+    )
+    run.add_argument(
+        "--scenarios",
+        action="append",
+        type=Path,
+        metavar="PATH",
+        help="scenario files or folders (default: the suite shipped with seamspec)",
+    )
     run.add_argument("--report-json", type=Path, metavar="PATH", help="write the JSON report here")
     run.add_argument("--junit-xml", type=Path, metavar="PATH", help="write JUnit XML here")
-    run.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS",
-                     help="time limit for one scenario (default 60)")
-    run.add_argument("-x", "--fail-fast", action="store_true", help="stop at the first failure or error")
-    run.add_argument("-q", "--quiet", action="store_true", help="print only failures and the summary")
+    run.add_argument(
+        "--timeout",
+        type=float,
+        default=60.0,
+        metavar="SECONDS",
+        help="time limit for one scenario (default 60)",
+    )
+    run.add_argument(
+        "-x", "--fail-fast", action="store_true", help="stop at the first failure or error"
+    )
+    run.add_argument(
+        "-q", "--quiet", action="store_true", help="print only failures and the summary"
+    )
 
     validate = sub.add_parser("validate", help="check scenario files without running anything")
     validate.add_argument("paths", nargs="*", type=Path, metavar="PATH")
 
     rules = sub.add_parser("rules", help="list the rules and the scenarios that cite them")
-    rules.add_argument("--json", action="store_true", help="print JSON: [{id, contract, level, scenarios}]")
+    rules.add_argument(
+        "--json", action="store_true", help="print JSON: [{id, contract, level, scenarios}]"
+    )
+    rules.add_argument(
+        "--markdown",
+        action="store_true",
+        help="print the docs' rules table (the docs are checked against it)",
+    )
     rules.add_argument("--contract", choices=CONTRACTS)
     rules.add_argument("--scenarios", action="append", type=Path, metavar="PATH")
     return parser
 
 
-def _select(scenarios: list[Scenario], contracts: Sequence[str] | None, pattern: str | None) -> list[Scenario]:
+def _select(
+    scenarios: list[Scenario], contracts: Sequence[str] | None, pattern: str | None
+) -> list[Scenario]:
     chosen = [s for s in scenarios if not contracts or s.contract in contracts]
     if pattern:
         needle = pattern.lower()
@@ -90,7 +133,10 @@ def _print_result(console: Console, result: ScenarioResult, quiet: bool) -> None
     style = _STYLE.get(result.status, "white") if not result.is_warning else "yellow"
     if quiet and result.status in ("pass", "skip", "xfail"):
         return
-    console.print(f"[{style}]{status:5}[/] {result.scenario.id}  [dim]{result.duration * 1000:.0f} ms[/]", highlight=False)
+    console.print(
+        f"[{style}]{status:5}[/] {result.scenario.id}  [dim]{result.duration * 1000:.0f} ms[/]",
+        highlight=False,
+    )
 
 
 def _print_problems(console: Console, result: RunResult) -> None:
@@ -100,7 +146,10 @@ def _print_problems(console: Console, result: RunResult) -> None:
     console.rule("problems")
     for r in bad:
         label = "warning (SHOULD)" if r.is_warning else r.status
-        console.print(f"[bold]{r.scenario.id}[/] ({label}) rules {', '.join(r.scenario.rules)}", highlight=False)
+        console.print(
+            f"[bold]{r.scenario.id}[/] ({label}) rules {', '.join(r.scenario.rules)}",
+            highlight=False,
+        )
         console.print(f"  [dim]{r.scenario.source}[/]", highlight=False)
         for line in r.detail.splitlines() or ["(no detail)"]:
             console.print(f"  {line}", highlight=False, markup=False)
@@ -120,9 +169,15 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
             f"({info.language}; contracts: {', '.join(info.contracts) or 'none'})",
             highlight=False,
         )
-        runner = Runner(adapter, timeout=args.timeout, on_result=lambda r: _print_result(console, r, args.quiet))
-        result = runner.run(chosen, stop=(lambda r: r.status in ("fail", "error") and r.is_failure or r.status == "error")
-                            if args.fail_fast else None)
+        runner = Runner(
+            adapter, timeout=args.timeout, on_result=lambda r: _print_result(console, r, args.quiet)
+        )
+        result = runner.run(
+            chosen,
+            stop=(lambda r: (r.status in ("fail", "error") and r.is_failure) or r.status == "error")
+            if args.fail_fast
+            else None,
+        )
     finally:
         adapter.close()
     _print_problems(console, result)
@@ -140,10 +195,16 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
             console.print(f"JUnit XML: {args.junit_xml}", highlight=False)
     summary = result.summary()
     if summary["warnings"]:
-        console.print(f"{summary['warnings']} SHOULD-level warning(s): reported, not counted as failures", style="yellow")
+        console.print(
+            f"{summary['warnings']} SHOULD-level warning(s): reported, not counted as failures",
+            style="yellow",
+        )
     verdict = "CONFORMS" if result.ok else "DOES NOT CONFORM"
-    console.print(f"verdict: {info.name} {verdict} ({result.duration:.1f} s)", style="green" if result.ok else "red",
-                  highlight=False)
+    console.print(
+        f"verdict: {info.name} {verdict} ({result.duration:.1f} s)",
+        style="green" if result.ok else "red",
+        highlight=False,
+    )
     # The closing line is plain text so that CI log readers can parse it.
     print(summary_line(summary), flush=True)
     return EXIT_OK if result.ok else EXIT_FAILED
@@ -156,7 +217,9 @@ def cmd_validate(args: argparse.Namespace, console: Console) -> int:
     for problem in problems:
         print(str(problem), file=sys.stderr)
     if problems:
-        print(f"{len(problems)} problem(s); {len(scenarios)} valid scenario file(s)", file=sys.stderr)
+        print(
+            f"{len(problems)} problem(s); {len(scenarios)} valid scenario file(s)", file=sys.stderr
+        )
         return EXIT_USAGE
     console.print(f"{len(scenarios)} scenario file(s) valid", style="green")
     return EXIT_OK
@@ -165,23 +228,25 @@ def cmd_validate(args: argparse.Namespace, console: Console) -> int:
 def cmd_rules(args: argparse.Namespace, console: Console) -> int:
     scenarios = load_scenarios(args.scenarios)
     coverage = rule_coverage(scenarios)
-    rows = [
-        {"id": r.id, "contract": r.contract, "level": r.level, "scenarios": coverage[r.id]}
-        for r in catalogue()
-        if not args.contract or r.contract == args.contract
-    ]
+    chosen = [r for r in catalogue() if not args.contract or r.contract == args.contract]
     if args.json:
+        rows = [
+            {"id": r.id, "contract": r.contract, "level": r.level, "scenarios": coverage[r.id]}
+            for r in chosen
+        ]
         print(json.dumps(rows, indent=2))
+        return EXIT_OK
+    if args.markdown:
+        print(rules_markdown(args.contract), end="")
         return EXIT_OK
     from rich.table import Table
 
     table = Table("rule", "level", "scenarios", "text")
-    for row in rows:
-        rule = catalogue()[row["id"]]
-        cited = ", ".join(row["scenarios"]) if row["scenarios"] else "[red]none[/]"
-        table.add_row(row["id"], row["level"], cited, rule.text)
+    for rule in chosen:
+        cited = ", ".join(coverage[rule.id]) if coverage[rule.id] else "[red]none[/]"
+        table.add_row(rule.id, rule.level, cited, rule.text)
     console.print(table)
-    uncovered = [row["id"] for row in rows if not row["scenarios"]]
+    uncovered = [rule.id for rule in chosen if not coverage[rule.id]]
     if uncovered:
         console.print(f"rules cited by no scenario: {', '.join(uncovered)}", style="red")
     return EXIT_OK
@@ -200,8 +265,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ScenarioError as error:
         for problem in error.problems:
             print(str(problem), file=sys.stderr)
-        errors.print(f"{len(error.problems)} problem(s) in scenario files; nothing was run. "
-                     "Fix them, then check with `seamspec validate`.", style="red")
+        errors.print(
+            f"{len(error.problems)} problem(s) in scenario files; nothing was run. "
+            "Fix them, then check with `seamspec validate`.",
+            style="red",
+        )
         return EXIT_USAGE
     except AdapterLoadError as error:
         errors.print(f"error: {error}", style="red", markup=False)

@@ -16,7 +16,6 @@ from typing import Any
 import anyio
 import anyio.abc
 import pytest
-
 from seamspec.reference import (
     STUB_PROGRAMS,
     CheckpointObserver,
@@ -237,7 +236,7 @@ async def test_formatter_failure_leaves_the_file_as_written(root: Path) -> None:
 async def test_formatter_that_cannot_start_raises(root: Path) -> None:
     path = root / "a.py"
     path.write_bytes(b"x\n")
-    with pytest.raises(OSError):
+    with pytest.raises(FileNotFoundError):
         await FormatterObserver([str(root / "no-such-program")]).after_write(path)
 
 
@@ -338,7 +337,7 @@ async def test_canonical_order_checkpoint_formatter_diagnostics(root: Path) -> N
     assert checkpoint.captured(path) == b"old\n"  # the pre-image, not the tool's bytes
     assert path.read_bytes() == b"x = 1\n\n# TODO\n"
     diff = "--- a/m.py\n+++ b/m.py\n@@ -1,5 +1,3 @@\n-x = 1   \n-\n-\n+x = 1\n \n # TODO"
-    block = f"diagnostics (lint):\n  {path}:3:1: T001 TODO left in code"
+    block = f"diagnostics (lint):\n  {path}:3:3: T001 TODO left in code"
     assert result.annotation is not None
     assert "W291" not in result.annotation  # diagnostics read the formatted bytes ...
     assert "T001" in result.annotation  # ... and still found what formatting cannot fix

@@ -14,7 +14,6 @@ from typing import Any
 import anyio
 import anyio.lowlevel
 import pytest
-
 from seamspec.reference import (
     ObserverFailureWarning,
     ToolResult,
@@ -82,6 +81,7 @@ def sandbox(root: Path) -> Path:
     (root / "secrets" / "key.txt").write_bytes(b"key\n")
     (root / "escape").symlink_to(outside, target_is_directory=True)
     (root / "innocent-name").symlink_to(root / ".env")
+    (root / "loop").symlink_to(root / "loop")
     return root
 
 
@@ -97,6 +97,7 @@ REFUSED = [
     "innocent-name",
     "secrets/key.txt",
     "keys/deep/id.pem",
+    "loop/x.txt",
 ]
 
 
@@ -162,6 +163,17 @@ async def test_failing_mutation_calls_before_only_and_reports_the_error(root: Pa
     assert result.annotation is None
     assert recorder.events == [("before_write", root / "blocker" / "a.txt", None)]
     assert (root / "blocker").read_bytes() == b"i am a file\n"
+
+
+async def test_unencodable_text_is_an_error_before_any_hook(root: Path) -> None:
+    recorder = Recorder()
+    result = await WriteTools(root, recorder).write("a.txt", "lone surrogate \udc80")
+    assert (result.ok, result.message) == (
+        False,
+        "write failed: the content cannot be encoded as UTF-8",
+    )
+    assert recorder.events == []
+    assert not (root / "a.txt").exists()
 
 
 async def test_writing_over_a_directory_fails_after_before_write(root: Path) -> None:

@@ -1,0 +1,149 @@
+"""pytest plugin: every scenario becomes one pytest item, named by its scenario ID.
+
+Collection is off unless ``--seamspec-impl`` (or ``--seamspec``) is given, so installing
+seamspec never changes an unrelated test run. Because scenarios are ordinary items,
+``-k``, ``--junitxml`` and pytest-xdist's ``-n`` work unchanged.
+"""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ._adapter import Adapter, load_adapter
+from ._catalogue import CONTRACTS
+from ._errors import AdapterLoadError, ScenarioError
+from ._runner import Runner
+from ._scenario import Scenario, load_scenarios
+
+__all__ = ["ScenarioItem", "SeamspecSuite"]
+
+_RUNNER_KEY = pytest.StashKey[Runner]()
+
+
+class ScenarioFailed(AssertionError):
+    """A scenario failed or errored; the message is the kit's own detail."""
+
+
+class SeamspecShouldWarning(UserWarning):
+    """A SHOULD-level finding: reported, but not a conformance failure."""
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("seamspec", "seamspec conformance scenarios")
+    group.addoption(
+        "--seamspec", action="store_true", help="collect the seamspec scenarios as tests"
+    )
+    group.addoption(
+        "--seamspec-impl",
+        metavar="X",
+        help="implementation to judge: reference, reference-trio or module:attribute "
+        "(implies --seamspec; default reference)",
+    )
+    group.addoption(
+        "--seamspec-scenarios",
+        action="append",
+        type=Path,
+        metavar="PATH",
+        help="scenario files or folders (default: the suite shipped with seamspec)",
+    )
+    group.addoption(
+        "--seamspec-contract", action="append", choices=CONTRACTS, help="only this contract"
+    )
+    group.addoption(
+        "--seamspec-timeout",
+        type=float,
+        default=60.0,
+        metavar="SECONDS",
+        help="time limit for one scenario",
+    )
+
+
+def _enabled(config: pytest.Config) -> bool:
+    return bool(config.getoption("seamspec") or config.getoption("seamspec_impl"))
+
+
+class SeamspecSuite(pytest.Collector):
+    """The whole scenario suite, as one collector under the session."""
+
+    def collect(self) -> list[pytest.Item]:
+        config = self.config
+        try:
+            scenarios = load_scenarios(config.getoption("seamspec_scenarios"))
+        except ScenarioError as error:
+            raise pytest.UsageError(str(error)) from None
+        contracts = config.getoption("seamspec_contract")
+        return [
+            ScenarioItem.from_parent(self, name=s.id, scenario=s)
+            for s in scenarios
+            if not contracts or s.contract in contracts
+        ]
+
+
+class ScenarioItem(pytest.Item):
+    def __init__(self, *, scenario: Scenario, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.scenario = scenario
+        for tag in scenario.tags:
+            self.keywords[tag] = True
+        self.keywords[scenario.contract] = True
+
+    def runtest(self) -> None:
+        runner = _runner(self.config)
+        result = runner.run_one(self.scenario)
+        self.user_properties.append(("rules", ",".join(self.scenario.rules)))
+        if result.status == "skip":
+            pytest.skip(result.detail)
+        if result.status == "error":
+            raise ScenarioFailed(f"implementation error: {result.detail}")
+        if result.is_warning:
+            warnings.warn(
+                SeamspecShouldWarning(f"{self.scenario.id}: {result.detail}"), stacklevel=1
+            )
+        elif result.status == "fail":
+            raise ScenarioFailed(result.detail)
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
+        if isinstance(excinfo.value, ScenarioFailed):
+            s = self.scenario
+            return f"{s.id} ({s.level}; rules {', '.join(s.rules)})\n{s.source}\n{excinfo.value}"
+        return str(super().repr_failure(excinfo))
+
+    def reportinfo(self) -> tuple[Path, int, str]:
+        return Path(self.scenario.source), 0, f"seamspec scenario {self.scenario.id}"
+
+
+def _runner(config: pytest.Config) -> Runner:
+    runner = config.stash.get(_RUNNER_KEY, None)
+    if runner is None:
+        spec = config.getoption("seamspec_impl") or "reference"
+        try:
+            adapter: Adapter = load_adapter(spec)
+        except AdapterLoadError as error:
+            raise pytest.UsageError(str(error)) from None
+        runner = Runner(adapter, timeout=config.getoption("seamspec_timeout"))
+        config.stash[_RUNNER_KEY] = runner
+    return runner
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(
+    session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
+) -> None:
+    """Add the suite's items before -k/-m deselection runs, so those filters apply to them."""
+    if not _enabled(config):
+        return
+    suite = SeamspecSuite.from_parent(session, name="seamspec", nodeid="seamspec")
+    report = suite.ihook.pytest_make_collect_report(collector=suite)
+    if report.failed:
+        raise pytest.UsageError(str(report.longrepr))
+    items.extend(x for x in report.result if isinstance(x, pytest.Item))
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    runner = config.stash.get(_RUNNER_KEY, None)
+    if runner is not None:
+        runner.adapter.close()

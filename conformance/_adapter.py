@@ -89,11 +89,19 @@ def _import_module(name: str) -> ModuleType:
 
 
 def load_adapter(spec: str) -> Adapter:
-    """Load ``reference``, ``reference-trio`` or ``package.module:attribute``.
+    """Load ``reference``, ``reference-trio``, ``mutant:NAME`` or ``package.module:attribute``.
 
     The attribute may be an adapter, or a class or function that takes no arguments and
-    returns one.
+    returns one. ``mutant:NAME`` is one of the kit's deliberately broken chains, so anyone
+    can watch the suite catch it.
     """
+    if spec.startswith("mutant:"):
+        from ._woc_mutants import MUTANTS, mutant_adapter
+
+        name = spec.removeprefix("mutant:")
+        if name not in MUTANTS:
+            raise AdapterLoadError(f"--impl {spec!r}: no such mutant; known: {', '.join(MUTANTS)}")
+        return mutant_adapter(name)
     target = BUILTIN_ADAPTERS.get(spec, spec)
     module_name, sep, attribute = target.partition(":")
     if not sep or not module_name or not attribute:

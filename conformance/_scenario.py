@@ -106,12 +106,35 @@ def _schema_problems(file: str, loaded: LoadedYaml) -> list[Problem]:
 
 
 def _most_specific(error: ValidationError) -> ValidationError:
-    """For ``oneOf`` (the step verbs), report the alternative that came closest."""
+    """For ``oneOf`` (step verbs, behaviours), report the alternative the author meant.
+
+    An alternative whose very shape does not fit (wrong type, or a missing required key
+    at its root) was not meant; if exactly one alternative is left, its own error is the
+    useful one. If none is left, say which forms are allowed instead of guessing.
+    """
     while error.validator in ("oneOf", "anyOf") and error.context:
-        error = best_match(
-            error.context,
-            key=lambda e: (-len(e.path), e.validator not in ("additionalProperties", "required")),
+        by_alternative: dict[object, list[ValidationError]] = {}
+        for sub in error.context:
+            by_alternative.setdefault(sub.schema_path[0], []).append(sub)
+        meant = [
+            errors
+            for errors in by_alternative.values()
+            if not any(e.validator in ("type", "required") and not e.relative_path for e in errors)
+        ]
+        if len(meant) == 1:
+            error = best_match(meant[0])
+            continue
+        required = sorted(
+            {str(e.validator_value[0]) for e in error.context if e.validator == "required"}
         )
+        if required and not meant:
+            keys = sorted(error.instance) if isinstance(error.instance, dict) else []
+            unknown = [k for k in keys if k not in required and k != "note"]
+            error.message = (
+                f"unknown key {unknown[0]!r}" if unknown else "this entry matches no allowed form"
+            ) + f" (expected one of: {', '.join(required)})"
+            error.validator = "oneOf"
+        break
     return error
 
 

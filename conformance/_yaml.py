@@ -66,8 +66,15 @@ def load_yaml(text: str) -> LoadedYaml:
     return LoadedYaml(data, lines)
 
 
+_PLAIN_TAGS = {"tag:yaml.org,2002:map", "tag:yaml.org,2002:seq"}
+
+
 def _convert(node: yaml.Node, path: Path_, lines: dict[Path_, int], c: _Constructor) -> Any:
     lines[path] = node.start_mark.line + 1
+    if isinstance(node, (yaml.MappingNode, yaml.SequenceNode)) and node.tag not in _PLAIN_TAGS:
+        raise YamlProblem(
+            f"unsupported YAML tag {node.tag!r}: scenarios are plain data", node.start_mark.line + 1
+        )
     if isinstance(node, yaml.MappingNode):
         out: dict[str, Any] = {}
         for key_node, value_node in node.value:

@@ -140,6 +140,7 @@ def pytest_collection_modifyitems(
     report = suite.ihook.pytest_make_collect_report(collector=suite)
     if report.failed:
         raise pytest.UsageError(str(report.longrepr))
+    _runner(config)  # a bad --seamspec-impl is a usage error before anything runs
     items.extend(x for x in report.result if isinstance(x, pytest.Item))
 
 

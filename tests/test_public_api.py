@@ -1,0 +1,72 @@
+"""The public names are exactly the ones meant to be public."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+
+import pytest
+
+import seamspec.conformance
+import seamspec.reference
+
+EXPECTED_REFERENCE = {
+    "ANNOTATION_SEPARATOR",
+    "CheckpointObserver",
+    "DiagnosticsObserver",
+    "FormatterObserver",
+    "ObserverFailure",
+    "ObserverFailureWarning",
+    "STUB_PROGRAMS",
+    "ToolResult",
+    "WriteObserver",
+    "WriteObserverChain",
+    "WriteTools",
+    "stub_command",
+}
+
+
+def test_reference_exports_exactly() -> None:
+    assert set(seamspec.reference.__all__) == EXPECTED_REFERENCE
+    assert len(seamspec.reference.__all__) == len(EXPECTED_REFERENCE)
+
+
+@pytest.mark.parametrize("module", [seamspec.reference, seamspec.conformance])
+def test_every_exported_name_exists_and_is_public(module: object) -> None:
+    for name in module.__all__:  # type: ignore[attr-defined]
+        assert hasattr(module, name), name
+        obj = getattr(module, name)
+        owner = getattr(obj, "__module__", "") or ""
+        assert not owner.startswith("seamspec.") or owner.split(".")[-1].startswith("_"), (
+            f"{name} should live in a private module and be re-exported"
+        )
+
+
+def test_conformance_has_no_public_names_outside_all() -> None:
+    public = {n for n in vars(seamspec.conformance) if not n.startswith("_")}
+    modules = {n for n in public if isinstance(getattr(seamspec.conformance, n), type(importlib))}
+    assert public - modules - {"annotations"} == set(seamspec.conformance.__all__)
+
+
+@pytest.mark.parametrize("bare", ["reference", "conformance", "scenarios"])
+def test_no_bare_top_level_modules_are_installed(bare: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+    from pathlib import Path
+
+    # The repository root (where the source folders live) is not a place users import from.
+    root = str(Path(__file__).parents[1])
+    monkeypatch.setattr(sys, "path", [p for p in sys.path if p not in ("", root, ".")])
+    assert importlib.util.find_spec(bare) is None
+
+
+def test_exceptions_share_one_root_and_the_builtin() -> None:
+    c = seamspec.conformance
+    for cls, builtin in [
+        (c.ScenarioError, ValueError),
+        (c.CatalogueError, ValueError),
+        (c.AdapterLoadError, ImportError),
+        (c.ImplementationError, RuntimeError),
+        (c.Unsupported, NotImplementedError),
+    ]:
+        assert issubclass(cls, c.SeamspecError)
+        assert issubclass(cls, builtin)

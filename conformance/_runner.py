@@ -63,8 +63,8 @@ class ScenarioResult:
     @property
     def level(self) -> Literal["MUST", "SHOULD"]:
         """The level at which this result counts: MUST if any MUST finding, else SHOULD."""
-        if self.status == "fail" and all(f.level == "SHOULD" for f in self.findings):
-            return "SHOULD"
+        if self.status == "fail":
+            return "MUST" if any(f.level == "MUST" for f in self.findings) else "SHOULD"
         return "MUST" if self.scenario.level == "MUST" else "SHOULD"
 
     @property

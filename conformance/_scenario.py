@@ -18,7 +18,9 @@ from typing import Any
 import jsonschema
 from jsonschema.exceptions import ValidationError, best_match
 
-from ._catalogue import catalogue
+from referencing import Registry, Resource
+
+from ._catalogue import CONTRACTS, catalogue
 from ._contracts import contract_linters
 from ._errors import Problem, ScenarioError
 from ._yaml import LoadedYaml, YamlProblem, load_yaml
@@ -58,9 +60,27 @@ class Scenario:
 
 @cache
 def scenario_schema() -> dict[str, Any]:
-    text = resources.files("seamspec.conformance").joinpath("schemas/scenario.schema.json")
+    return _schema_file("scenario.schema.json")
+
+
+def _schema_file(name: str) -> dict[str, Any]:
+    text = resources.files("seamspec.conformance").joinpath("schemas", name)
     schema: dict[str, Any] = json.loads(text.read_text(encoding="utf-8"))
     return schema
+
+
+@cache
+def _validator() -> jsonschema.Draft202012Validator:
+    """The scenario schema plus each contract's part (``<contract>.schema.json``)."""
+    registry: Registry[Any] = Registry()
+    for contract in CONTRACTS:
+        name = f"{contract}.schema.json"
+        if resources.files("seamspec.conformance").joinpath("schemas", name).is_file():
+            registry = registry.with_resource(
+                f"https://seamspec.invalid/schemas/{name}",
+                Resource.from_contents(_schema_file(name)),
+            )
+    return jsonschema.Draft202012Validator(scenario_schema(), registry=registry)
 
 
 def default_scenario_root() -> Path:
@@ -82,7 +102,7 @@ def _expand(paths: Sequence[Path]) -> tuple[list[Path], list[Problem]]:
 
 
 def _schema_problems(file: str, loaded: LoadedYaml) -> list[Problem]:
-    validator = jsonschema.Draft202012Validator(scenario_schema())
+    validator = _validator()
     problems = []
     for found in sorted(validator.iter_errors(loaded.data), key=lambda e: list(e.absolute_path)):
         error = _most_specific(found)

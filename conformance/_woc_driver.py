@@ -203,7 +203,7 @@ class _Run:
         self.impl = implementation
         self.given: dict[str, Any] = dict(request["given"])
         self.when: list[dict[str, Any]] = list(request["when"])
-        self.root = root
+        self.root = root.resolve()
         self.tracer = Tracer()
         self.gates: dict[str, anyio.Event] = {}
         self.named: dict[str, Any] = {}
@@ -254,9 +254,20 @@ class _Run:
             built.append(observer)
         return built
 
+    def _inside(self, rel: str) -> Path:
+        """A scenario's own paths (files, direct hook calls) never leave the sandbox.
+
+        The schema already refuses absolute and ``..`` paths; this is the second lock,
+        for requests that did not come through the loader.
+        """
+        target = (self.root / rel).resolve()
+        if not target.is_relative_to(self.root.resolve()):
+            raise ValueError(f"scenario path {rel!r} leaves the sandbox; only relative paths are allowed")
+        return target
+
     async def perform(self) -> Trace:
         for rel, text in self.given.get("files", {}).items():
-            target = self.root / rel
+            target = self._inside(rel)
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(text, encoding="utf-8")
         chain = self.impl.make_chain(
@@ -291,7 +302,7 @@ class _Run:
                 self.scopes[ident] = scope
                 task_status.started()
                 try:
-                    value = await getattr(chain, hook)(self.root / path)
+                    value = await getattr(chain, hook)(self._inside(path))
                 except anyio.get_cancelled_exc_class():
                     if anyio.current_time() >= scope.deadline and ident not in self.cancelled:
                         self.tracer.emit("kit_timeout", call=ident, seconds=CALL_LIMIT)

@@ -15,7 +15,9 @@ class _Fake:
     name = "fake"
 
     def info(self) -> ImplementationInfo:
-        return ImplementationInfo(self.name, "python", "0", CONTRACTS, ("write-tools", "builtin-observers"))
+        return ImplementationInfo(
+            self.name, "python", "0", CONTRACTS, ("write-tools", "builtin-observers", "hook-time-limit")
+        )
 
     def close(self) -> None:
         pass

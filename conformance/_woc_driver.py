@@ -20,7 +20,7 @@ from anyio.abc import TaskStatus
 from ._adapter import Trace
 from ._errors import ImplementationError
 from ._tracer import Tracer
-from ._woc_model import TOOL_VERBS, behaviour_for, step_verb
+from ._woc_model import TOOL_VERBS, behaviour_for, observer_entries, step_verb
 
 __all__ = [
     "ScriptedObserver",
@@ -357,17 +357,25 @@ class _Run:
         _CURRENT_CALL.set(ident)
         self.tracer.emit("tool_start", call=ident, tool=verb, path=path, content_before=read_text(self.root, path))
         args = [body["content"]] if verb == "write" else [body["old"], body["new"]] if verb == "edit" else []
+        # With a per-hook time limit, a tool that outlives CALL_LIMIT means the chain ignored
+        # that limit: a WOC-SLOW finding (kit_timeout), like a direct call, not a crash.
+        limited = "hook_time_limit" in self.given or any(
+            "hook_time_limit" in e for e in observer_entries(self.given["observers"])
+        )
         try:
-            with anyio.fail_after(WAIT_LIMIT):
+            with anyio.move_on_after(CALL_LIMIT if limited else WAIT_LIMIT) as waited:
                 result = await getattr(tools, verb)(path, *args)
-        except TimeoutError:
-            raise ImplementationError(
-                f"the {verb} tool ({ident}) did not return within {WAIT_LIMIT} s", context=self.tracer.tail()
-            ) from None
         except Exception as error:
             self.tracer.emit("tool_result", call=ident, tool=verb, path=path, ok=False, raised=repr(error),
                              message="", text="", content_after=read_text(self.root, path))
             return
+        if waited.cancelled_caught:
+            if limited:
+                self.tracer.emit("kit_timeout", call=ident, seconds=CALL_LIMIT)
+                return
+            raise ImplementationError(
+                f"the {verb} tool ({ident}) did not return within {WAIT_LIMIT} s", context=self.tracer.tail()
+            )
         self.tracer.emit(
             "tool_result", call=ident, tool=verb, path=path, ok=bool(result.ok), message=str(result.message),
             text=str(result.text), content_after=read_text(self.root, path),

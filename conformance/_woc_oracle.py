@@ -201,6 +201,8 @@ class _Oracle:
         result = self.t.tool_results.get(call)
         start = self.t.tool_starts.get(call, {})
         if result is None:
+            if call in self.t.kit_timeouts:
+                self.flag("WOC-SLOW", f"{call}: the {verb} tool had not returned when the kit gave up waiting (a hook outlived the chain's time limit?)")
             return
         entered = self.t.enters.get(call, [])
         if is_refused(path, list(self.given.get("deny", []))):

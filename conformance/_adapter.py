@@ -96,11 +96,13 @@ def load_adapter(spec: str) -> Adapter:
     can watch the suite catch it.
     """
     if spec.startswith("mutant:"):
-        from ._woc_mutants import MUTANTS, mutant_adapter
+        from ._mutants import all_mutants, mutant_adapter
 
         name = spec.removeprefix("mutant:")
-        if name not in MUTANTS:
-            raise AdapterLoadError(f"--impl {spec!r}: no such mutant; known: {', '.join(MUTANTS)}")
+        if name not in all_mutants():
+            raise AdapterLoadError(
+                f"--impl {spec!r}: no such mutant; known: {', '.join(sorted(all_mutants()))}"
+            )
         return mutant_adapter(name)
     target = BUILTIN_ADAPTERS.get(spec, spec)
     module_name, sep, attribute = target.partition(":")

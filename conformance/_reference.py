@@ -6,9 +6,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from seamspec.reference import ObserverFailure, WriteObserver, WriteObserverChain, WriteTools
-
 from seamspec import __version__
+from seamspec.reference import ObserverFailure, WriteObserver, WriteObserverChain, WriteTools
 
 from ._python_adapter import PythonAdapter
 from ._woc_driver import WriteObserverChainDriver

@@ -17,7 +17,6 @@ from typing import Any
 
 import jsonschema
 from jsonschema.exceptions import ValidationError, best_match
-
 from referencing import Registry, Resource
 
 from ._catalogue import CONTRACTS, catalogue
@@ -64,7 +63,7 @@ def scenario_schema() -> dict[str, Any]:
 
 
 def _schema_file(name: str) -> dict[str, Any]:
-    text = resources.files("seamspec.conformance").joinpath("schemas", name)
+    text = resources.files("seamspec.conformance").joinpath("schemas").joinpath(name)
     schema: dict[str, Any] = json.loads(text.read_text(encoding="utf-8"))
     return schema
 
@@ -75,7 +74,7 @@ def _validator() -> jsonschema.Draft202012Validator:
     registry: Registry[Any] = Registry()
     for contract in CONTRACTS:
         name = f"{contract}.schema.json"
-        if resources.files("seamspec.conformance").joinpath("schemas", name).is_file():
+        if resources.files("seamspec.conformance").joinpath("schemas").joinpath(name).is_file():
             registry = registry.with_resource(
                 f"https://seamspec.invalid/schemas/{name}",
                 Resource.from_contents(_schema_file(name)),
@@ -125,6 +124,11 @@ def _schema_problems(file: str, loaded: LoadedYaml) -> list[Problem]:
     return problems
 
 
+def _first_required(error: ValidationError) -> str:
+    keys: Any = error.validator_value  # the "required" list of the alternative
+    return str(keys[0])
+
+
 def _most_specific(error: ValidationError) -> ValidationError:
     """For ``oneOf`` (step verbs, behaviours), report the alternative the author meant.
 
@@ -144,9 +148,7 @@ def _most_specific(error: ValidationError) -> ValidationError:
         if len(meant) == 1:
             error = best_match(meant[0])
             continue
-        required = sorted(
-            {str(e.validator_value[0]) for e in error.context if e.validator == "required"}
-        )
+        required = sorted({_first_required(e) for e in error.context if e.validator == "required"})
         if required and not meant:
             keys = sorted(error.instance) if isinstance(error.instance, dict) else []
             unknown = [k for k in keys if k not in required and k != "note"]

@@ -31,7 +31,9 @@ __all__ = [
 ]
 
 #: The id of the step (call or tool) a hook runs for; scripted observers read it.
-_CURRENT_CALL: contextvars.ContextVar[str] = contextvars.ContextVar("seamspec_woc_call", default="?")
+_CURRENT_CALL: contextvars.ContextVar[str] = contextvars.ContextVar(
+    "seamspec_woc_call", default="?"
+)
 
 #: A scenario step that waits must give up at some point; this is far above any real need.
 WAIT_LIMIT = 10.0
@@ -90,18 +92,33 @@ class _ObserverBase:
     async def _traced(self, hook: str, path: Path) -> str | None:
         call = _CURRENT_CALL.get()
         self._tracer.emit(
-            "hook_enter", call=call, observer=self.name, hook=hook,
-            path=_relative(self._root, path), sees=read_text(self._root, path),
+            "hook_enter",
+            call=call,
+            observer=self.name,
+            hook=hook,
+            path=_relative(self._root, path),
+            sees=read_text(self._root, path),
         )
         try:
             value = await self._perform(hook, path)
         except anyio.get_cancelled_exc_class():
-            self._tracer.emit("hook_exit", call=call, observer=self.name, hook=hook, outcome="cancelled")
+            self._tracer.emit(
+                "hook_exit", call=call, observer=self.name, hook=hook, outcome="cancelled"
+            )
             raise
         except Exception as error:
-            self._tracer.emit("hook_exit", call=call, observer=self.name, hook=hook, outcome="raised", error=repr(error))
+            self._tracer.emit(
+                "hook_exit",
+                call=call,
+                observer=self.name,
+                hook=hook,
+                outcome="raised",
+                error=repr(error),
+            )
             raise
-        self._tracer.emit("hook_exit", call=call, observer=self.name, hook=hook, outcome="returned", value=value)
+        self._tracer.emit(
+            "hook_exit", call=call, observer=self.name, hook=hook, outcome="returned", value=value
+        )
         return value
 
     async def _perform(self, hook: str, path: Path) -> str | None:
@@ -115,7 +132,9 @@ class ScriptedFailure(Exception):
 class ScriptedObserver(_ObserverBase):
     """An observer whose every hook call does what the scenario's ``given`` says."""
 
-    def __init__(self, entry: Mapping[str, Any], tracer: Tracer, root: Path, gates: Mapping[str, anyio.Event]) -> None:
+    def __init__(
+        self, entry: Mapping[str, Any], tracer: Tracer, root: Path, gates: Mapping[str, anyio.Event]
+    ) -> None:
         super().__init__(entry["name"], tracer, root)
         self._entry = dict(entry)
         self._gates = gates
@@ -175,7 +194,9 @@ def _snapshot(root: Path) -> dict[str, str]:
     files = {}
     for path in sorted(root.rglob("*")):
         if path.is_file():
-            files[path.relative_to(root).as_posix()] = path.read_bytes().decode("utf-8", errors="replace")
+            files[path.relative_to(root).as_posix()] = path.read_bytes().decode(
+                "utf-8", errors="replace"
+            )
     return files
 
 
@@ -199,7 +220,9 @@ class WriteObserverChainDriver:
 
 
 class _Run:
-    def __init__(self, implementation: WriteObserverImplementation, request: Mapping[str, Any], root: Path) -> None:
+    def __init__(
+        self, implementation: WriteObserverImplementation, request: Mapping[str, Any], root: Path
+    ) -> None:
         self.impl = implementation
         self.given: dict[str, Any] = dict(request["given"])
         self.when: list[dict[str, Any]] = list(request["when"])
@@ -212,7 +235,9 @@ class _Run:
         self.cancelled: set[str] = set()
 
     def _on_failure(self, observer: Any, message: str) -> None:
-        self.tracer.emit("warning", observer=getattr(observer, "name", repr(observer)), message=str(message))
+        self.tracer.emit(
+            "warning", observer=getattr(observer, "name", repr(observer)), message=str(message)
+        )
 
     def _build(self, entries: list[dict[str, Any]]) -> list[Any]:
         from seamspec.reference import (
@@ -227,7 +252,8 @@ class _Run:
             name = entry["name"]
             if "chain" in entry:
                 chain = self.impl.make_chain(
-                    self._build(entry["chain"]), hook_time_limit=entry.get("hook_time_limit"),
+                    self._build(entry["chain"]),
+                    hook_time_limit=entry.get("hook_time_limit"),
                     on_failure=self._on_failure,
                 )
                 built.append(chain)
@@ -239,9 +265,13 @@ class _Run:
                 if kind == "checkpoint":
                     inner = CheckpointObserver()
                 elif kind == "formatter":
-                    inner = FormatterObserver(stub_command(entry["program"]), name=name, time_limit=limit)
+                    inner = FormatterObserver(
+                        stub_command(entry["program"]), name=name, time_limit=limit
+                    )
                 else:
-                    inner = DiagnosticsObserver(stub_command(entry["program"]), name=name, time_limit=limit)
+                    inner = DiagnosticsObserver(
+                        stub_command(entry["program"]), name=name, time_limit=limit
+                    )
                 observer: Any = TracedObserver(name, inner, self.tracer, self.root)
             else:
                 for hook in ("before_write", "after_write"):
@@ -262,7 +292,9 @@ class _Run:
         """
         target = (self.root / rel).resolve()
         if not target.is_relative_to(self.root.resolve()):
-            raise ValueError(f"scenario path {rel!r} leaves the sandbox; only relative paths are allowed")
+            raise ValueError(
+                f"scenario path {rel!r} leaves the sandbox; only relative paths are allowed"
+            )
         return target
 
     async def perform(self) -> Trace:
@@ -271,14 +303,17 @@ class _Run:
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(text, encoding="utf-8")
         chain = self.impl.make_chain(
-            self._build(self.given["observers"]), hook_time_limit=self.given.get("hook_time_limit"),
+            self._build(self.given["observers"]),
+            hook_time_limit=self.given.get("hook_time_limit"),
             on_failure=self._on_failure,
         )
         tools = None
         if any(step_verb(s) in TOOL_VERBS for s in self.when):
             make_tools = getattr(self.impl, "make_tools", None)
             if make_tools is None:
-                raise ImplementationError("the scenario uses write tools but the implementation has no make_tools")
+                raise ImplementationError(
+                    "the scenario uses write tools but the implementation has no make_tools"
+                )
             tools = make_tools(self.root, chain, deny=list(self.given.get("deny", [])))
         async with anyio.create_task_group() as group:
             for index, step in enumerate(self.when):
@@ -288,12 +323,20 @@ class _Run:
                     try:
                         await event.wait()
                     except TimeoutError:
-                        raise ImplementationError(f"background call {ident!r} never ended") from None
+                        raise ImplementationError(
+                            f"background call {ident!r} never ended"
+                        ) from None
         self.tracer.emit("files", files=_snapshot(self.root))
         return self.tracer.events
 
-    async def _call(self, ident: str, hook: str, path: str, chain: Any,
-                    task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+    async def _call(
+        self,
+        ident: str,
+        hook: str,
+        path: str,
+        chain: Any,
+        task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
+    ) -> None:
         _CURRENT_CALL.set(ident)
         done = self.done.setdefault(ident, anyio.Event())
         self.tracer.emit("call_start", call=ident, hook=hook, path=path)
@@ -315,7 +358,9 @@ class _Run:
         finally:
             done.set()
 
-    async def _step(self, index: int, step: dict[str, Any], chain: Any, tools: Any, group: Any) -> None:
+    async def _step(
+        self, index: int, step: dict[str, Any], chain: Any, tools: Any, group: Any
+    ) -> None:
         verb = step_verb(step)
         body = step[verb]
         if verb == "call":
@@ -326,12 +371,18 @@ class _Run:
             wanted = int(body.get("count", 1))
             try:
                 with anyio.fail_after(WAIT_LIMIT):
-                    while self.tracer.count("hook_enter", observer=body["observer"], hook=body["hook"]) < wanted:
+                    while (
+                        self.tracer.count(
+                            "hook_enter", observer=body["observer"], hook=body["hook"]
+                        )
+                        < wanted
+                    ):
                         await anyio.sleep(0.001)
             except TimeoutError:
                 raise ImplementationError(
                     f"step {index} (wait_entered): {body['observer']}.{body['hook']} was not entered "
-                    f"{wanted} time(s) within {WAIT_LIMIT} s", context=self.tracer.tail()
+                    f"{wanted} time(s) within {WAIT_LIMIT} s",
+                    context=self.tracer.tail(),
                 ) from None
             await anyio.wait_all_tasks_blocked()
         elif verb == "release":
@@ -348,15 +399,29 @@ class _Run:
             await self._tool(verb, body, tools)
         elif verb == "restore":
             paths = await self.named[body].inner.restore()
-            self.tracer.emit("restored", observer=body, paths=sorted(_relative(self.root, p) for p in paths))
+            self.tracer.emit(
+                "restored", observer=body, paths=sorted(_relative(self.root, p) for p in paths)
+            )
         elif verb == "new_turn":
             self.named[body].inner.new_turn()
 
     async def _tool(self, verb: str, body: dict[str, Any], tools: WriteToolsLike) -> None:
         ident, path = body["id"], body["path"]
         _CURRENT_CALL.set(ident)
-        self.tracer.emit("tool_start", call=ident, tool=verb, path=path, content_before=read_text(self.root, path))
-        args = [body["content"]] if verb == "write" else [body["old"], body["new"]] if verb == "edit" else []
+        self.tracer.emit(
+            "tool_start",
+            call=ident,
+            tool=verb,
+            path=path,
+            content_before=read_text(self.root, path),
+        )
+        args = (
+            [body["content"]]
+            if verb == "write"
+            else [body["old"], body["new"]]
+            if verb == "edit"
+            else []
+        )
         # With a per-hook time limit, a tool that outlives CALL_LIMIT means the chain ignored
         # that limit: a WOC-SLOW finding (kit_timeout), like a direct call, not a crash.
         limited = "hook_time_limit" in self.given or any(
@@ -366,17 +431,33 @@ class _Run:
             with anyio.move_on_after(CALL_LIMIT if limited else WAIT_LIMIT) as waited:
                 result = await getattr(tools, verb)(path, *args)
         except Exception as error:
-            self.tracer.emit("tool_result", call=ident, tool=verb, path=path, ok=False, raised=repr(error),
-                             message="", text="", content_after=read_text(self.root, path))
+            self.tracer.emit(
+                "tool_result",
+                call=ident,
+                tool=verb,
+                path=path,
+                ok=False,
+                raised=repr(error),
+                message="",
+                text="",
+                content_after=read_text(self.root, path),
+            )
             return
         if waited.cancelled_caught:
             if limited:
                 self.tracer.emit("kit_timeout", call=ident, seconds=CALL_LIMIT)
                 return
             raise ImplementationError(
-                f"the {verb} tool ({ident}) did not return within {WAIT_LIMIT} s", context=self.tracer.tail()
+                f"the {verb} tool ({ident}) did not return within {WAIT_LIMIT} s",
+                context=self.tracer.tail(),
             )
         self.tracer.emit(
-            "tool_result", call=ident, tool=verb, path=path, ok=bool(result.ok), message=str(result.message),
-            text=str(result.text), content_after=read_text(self.root, path),
+            "tool_result",
+            call=ident,
+            tool=verb,
+            path=path,
+            ok=bool(result.ok),
+            message=str(result.message),
+            text=str(result.text),
+            content_after=read_text(self.root, path),
         )

@@ -11,11 +11,15 @@ def _first(trace: list[dict[str, Any]], **fields: Any) -> dict[str, Any] | None:
     return next((e for e in trace if all(e.get(k) == v for k, v in fields.items())), None)
 
 
-def check(_request: dict[str, Any], then: dict[str, Any], trace: list[dict[str, Any]]) -> list[tuple[str, str]]:
+def check(
+    _request: dict[str, Any], then: dict[str, Any], trace: list[dict[str, Any]]
+) -> list[tuple[str, str]]:
     """Each way the trace differs from ``then``, as ("", explanation)."""
     out: list[tuple[str, str]] = []
     if "calls" in then:
-        got = [f"{e.get('observer')}.{e.get('hook')}" for e in trace if e.get("type") == "hook_enter"]
+        got = [
+            f"{e.get('observer')}.{e.get('hook')}" for e in trace if e.get("type") == "hook_enter"
+        ]
         if got != then["calls"]:
             out.append(("", f"hook calls: expected {then['calls']}, observed {got}"))
     for call, want in then.get("results", {}).items():
@@ -23,26 +27,62 @@ def check(_request: dict[str, Any], then: dict[str, Any], trace: list[dict[str, 
         if end is None:
             out.append(("", f"{call}: the call never ended"))
         elif "cancelled" in want and end.get("outcome") != "cancelled":
-            out.append(("", f"{call}: expected cancellation to propagate, observed {end.get('outcome')} {end.get('value', end.get('error'))!r}"))
-        elif "returns" in want and (end.get("outcome") != "returned" or end.get("value") != want["returns"]):
-            observed = end.get("value") if end.get("outcome") == "returned" else f"<{end.get('outcome')}: {end.get('error')}>"
-            out.append(("", f"{call}: expected to return {want['returns']!r}, observed {observed!r}"))
+            out.append(
+                (
+                    "",
+                    f"{call}: expected cancellation to propagate, observed {end.get('outcome')} {end.get('value', end.get('error'))!r}",
+                )
+            )
+        elif "returns" in want and (
+            end.get("outcome") != "returned" or end.get("value") != want["returns"]
+        ):
+            observed = (
+                end.get("value")
+                if end.get("outcome") == "returned"
+                else f"<{end.get('outcome')}: {end.get('error')}>"
+            )
+            out.append(
+                ("", f"{call}: expected to return {want['returns']!r}, observed {observed!r}")
+            )
     for call, want in then.get("tools", {}).items():
         result = _first(trace, type="tool_result", call=call)
         if result is None:
             out.append(("", f"{call}: no tool result"))
             continue
         if "ok" in want and result.get("ok") != want["ok"]:
-            out.append(("", f"{call}: expected ok={want['ok']}, observed ok={result.get('ok')} ({result.get('message')!r})"))
+            out.append(
+                (
+                    "",
+                    f"{call}: expected ok={want['ok']}, observed ok={result.get('ok')} ({result.get('message')!r})",
+                )
+            )
         if "annotation" in want:
-            message, text, ann = result.get("message", ""), result.get("text", ""), want["annotation"]
+            message, text, ann = (
+                result.get("message", ""),
+                result.get("text", ""),
+                want["annotation"],
+            )
             expected_text = message if ann is None else f"{message}\n\n{ann}"
             if text != expected_text:
-                out.append(("", f"{call}: expected result text {expected_text!r}, observed {text!r}"))
+                out.append(
+                    ("", f"{call}: expected result text {expected_text!r}, observed {text!r}")
+                )
         if "message_contains" in want and want["message_contains"] not in result.get("message", ""):
-            out.append(("", f"{call}: message {result.get('message')!r} does not contain {want['message_contains']!r}"))
-        if "text_endswith" in want and not str(result.get("text", "")).endswith(want["text_endswith"]):
-            out.append(("", f"{call}: result text {result.get('text')!r} does not end with {want['text_endswith']!r}"))
+            out.append(
+                (
+                    "",
+                    f"{call}: message {result.get('message')!r} does not contain {want['message_contains']!r}",
+                )
+            )
+        if "text_endswith" in want and not str(result.get("text", "")).endswith(
+            want["text_endswith"]
+        ):
+            out.append(
+                (
+                    "",
+                    f"{call}: result text {result.get('text')!r} does not end with {want['text_endswith']!r}",
+                )
+            )
     if "files" in then:
         snapshot = _first(trace, type="files")
         files = snapshot.get("files", {}) if snapshot else {}
@@ -57,7 +97,9 @@ def check(_request: dict[str, Any], then: dict[str, Any], trace: list[dict[str, 
         elif enter.get("sees") != content:
             out.append(("", f"{key} saw {enter.get('sees')!r}; expected {content!r}"))
     for observer, count in then.get("warnings", {}).items():
-        got = sum(1 for e in trace if e.get("type") == "warning" and e.get("observer") == observer)
-        if got != count:
-            out.append(("", f"warnings for {observer}: expected {count}, observed {got}"))
+        warned = sum(
+            1 for e in trace if e.get("type") == "warning" and e.get("observer") == observer
+        )
+        if warned != count:
+            out.append(("", f"warnings for {observer}: expected {count}, observed {warned}"))
     return out

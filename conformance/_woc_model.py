@@ -85,8 +85,12 @@ def lint(data: dict[str, Any]) -> list[tuple[tuple[str | int, ...], str]]:
                     gates.add(b["gate"])
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:
-        problems.append((("given", "observers"), f"observer names must be unique; repeated: {dupes}"))
-    checkpoints = {e["name"] for e in observer_entries(given["observers"]) if e.get("builtin") == "checkpoint"}
+        problems.append(
+            (("given", "observers"), f"observer names must be unique; repeated: {dupes}")
+        )
+    checkpoints = {
+        e["name"] for e in observer_entries(given["observers"]) if e.get("builtin") == "checkpoint"
+    }
     calls: set[str] = set()
     tools: set[str] = set()
     started: set[str] = set()
@@ -117,17 +121,23 @@ def lint(data: dict[str, Any]) -> list[tuple[tuple[str | int, ...], str]]:
             problems.append((("then", "seen", key), f"unknown observer in {key!r}"))
     for key in then.get("results", {}):
         if key not in calls:
-            problems.append((("then", "results", key), f"{key!r} is not the id of a call or start step"))
+            problems.append(
+                (("then", "results", key), f"{key!r} is not the id of a call or start step")
+            )
     for key in then.get("tools", {}):
         if key not in tools:
-            problems.append((("then", "tools", key), f"{key!r} is not the id of a write, edit or delete step"))
+            problems.append(
+                (("then", "tools", key), f"{key!r} is not the id of a write, edit or delete step")
+            )
     for key in then.get("warnings", {}):
         if key not in names:
             problems.append((("then", "warnings", key), f"unknown observer {key!r}"))
     uses_tools = bool(tools) or "files" in given or "deny" in given or "files" in then
     if uses_tools and "write-tools" not in data.get("requires", []):
-        problems.append((("requires",), "this scenario uses the write tools: add `requires: [write-tools]`"))
-    if checkpoints or any("builtin" in e for e in observer_entries(given["observers"])):
-        if "builtin-observers" not in data.get("requires", []):
-            problems.append((("requires",), "builtin observers need `requires: [builtin-observers]`"))
+        problems.append(
+            (("requires",), "this scenario uses the write tools: add `requires: [write-tools]`")
+        )
+    uses_builtins = any("builtin" in e for e in observer_entries(given["observers"]))
+    if uses_builtins and "builtin-observers" not in data.get("requires", []):
+        problems.append((("requires",), "builtin observers need `requires: [builtin-observers]`"))
     return problems

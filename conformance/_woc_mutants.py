@@ -27,6 +27,8 @@ from pathlib import Path
 from typing import Any, TypeGuard
 
 import anyio
+
+from seamspec import __version__
 from seamspec.reference import (
     ANNOTATION_SEPARATOR,
     ObserverFailure,
@@ -37,8 +39,6 @@ from seamspec.reference import (
 )
 from seamspec.reference._write_observer import Hook
 from seamspec.reference._write_path import SandboxRefused
-
-from seamspec import __version__
 
 from ._python_adapter import PythonAdapter
 from ._reference import ReferenceWriteObservers

@@ -22,13 +22,20 @@ def classify_annotation_mismatch(parts: list[str], expected: str | None, got: ob
     """Which rule(s) a wrong annotation breaks, from the annotations that went in."""
     non_empty = [p for p in parts if p]
     if expected is None:
-        return ["WOC-NONE"] if got == "" else ["WOC-NONE", "WOC-EMPTY-DROPPED"] if got else ["WOC-NONE"]
+        return (
+            ["WOC-NONE"]
+            if got == ""
+            else ["WOC-NONE", "WOC-EMPTY-DROPPED"]
+            if got
+            else ["WOC-NONE"]
+        )
     rules: list[str] = []
     if isinstance(got, str):
         if any(p == "" for p in parts) and got == SEP.join(parts):
             rules.append("WOC-EMPTY-DROPPED")
         if any(p.strip() == "" for p in non_empty) and (
-            got == SEP.join(p for p in non_empty if p.strip()) or got == SEP.join(p.strip() for p in non_empty)
+            got == SEP.join(p for p in non_empty if p.strip())
+            or got == SEP.join(p.strip() for p in non_empty)
         ):
             rules.append("WOC-WHITESPACE-KEPT")
     if len(non_empty) == 1:
@@ -65,7 +72,9 @@ class _Trace:
                 self.call_index[i] = counters[key]
                 counters[key] += 1
             elif kind == "hook_exit":
-                self.exits[(e.get("call", "?"), e.get("observer", "?"), e.get("hook", "?"))].append((i, e))
+                self.exits[(e.get("call", "?"), e.get("observer", "?"), e.get("hook", "?"))].append(
+                    (i, e)
+                )
             elif kind == "call_end":
                 self.ends[e.get("call", "?")] = (i, e)
             elif kind == "cancel_requested":
@@ -79,7 +88,9 @@ class _Trace:
             elif kind == "warning":
                 self.warnings[e.get("observer", "?")] += 1
 
-    def exit_after(self, call: str, observer: str, hook: str, index: int) -> tuple[int, dict[str, Any]] | None:
+    def exit_after(
+        self, call: str, observer: str, hook: str, index: int
+    ) -> tuple[int, dict[str, Any]] | None:
         for j, e in self.exits[(call, observer, hook)]:
             if j > index:
                 return j, e
@@ -127,12 +138,18 @@ class _Oracle:
                 value = found[1].get("value")
             else:
                 behaviour = behaviour_for(leaf, "after_write", self.t.call_index[i])
-                value = None if ("raise" in behaviour or behaviour.get("hang")) else behaviour.get("return")
+                value = (
+                    None
+                    if ("raise" in behaviour or behaviour.get("hang"))
+                    else behaviour.get("return")
+                )
             if isinstance(value, str):
                 parts.append(value)
         return parts
 
-    def check_hook_run(self, call: str, hook: str, *, interrupted_at: int | None) -> list[tuple[int, dict[str, Any]]]:
+    def check_hook_run(
+        self, call: str, hook: str, *, interrupted_at: int | None
+    ) -> list[tuple[int, dict[str, Any]]]:
         """Order, once-each, sequencing and short-circuit checks for one hook run of one call."""
         rule = "WOC-ORDER-BEFORE" if hook == "before_write" else "WOC-ORDER-AFTER"
         entered = [(i, e) for i, e in self.t.enters.get(call, []) if e.get("hook") == hook]
@@ -140,7 +157,9 @@ class _Oracle:
         if interrupted_at is not None:
             late = [e.get("observer") for i, e in entered if i > interrupted_at]
             if late:
-                self.flag("WOC-CANCEL", f"{call}: {hook} started {late} after the caller was cancelled")
+                self.flag(
+                    "WOC-CANCEL", f"{call}: {hook} started {late} after the caller was cancelled"
+                )
             if names != self.order[: len(names)]:
                 self.flag(rule, f"{call}: {hook} called {names}; expected a prefix of {self.order}")
         elif names != self.order:
@@ -153,8 +172,13 @@ class _Oracle:
                 cause = {"raised": "WOC-FAIL-CONTAINED", "cancelled": "WOC-SLOW"}.get(
                     outcome or "", "WOC-NO-SHORT-CIRCUIT"
                 )
-                self.flag(cause, f"{call}: {hook} stopped after {last!r} ({outcome}); {self.order[len(names):]} never ran")
-            self.flag(rule, f"{call}: {hook} called {names}; expected each of {self.order} once, in order")
+                self.flag(
+                    cause,
+                    f"{call}: {hook} stopped after {last!r} ({outcome}); {self.order[len(names) :]} never ran",
+                )
+            self.flag(
+                rule, f"{call}: {hook} called {names}; expected each of {self.order} once, in order"
+            )
         for k in range(1, len(entered)):
             i, e = entered[k]
             prev_i, prev = entered[k - 1]
@@ -178,23 +202,38 @@ class _Oracle:
         outcome = end[1].get("outcome")
         if kit_i is not None and kit_i < end_i:
             rule = "WOC-SLOW" if self.limited else "WOC-NO-SHORT-CIRCUIT"
-            self.flag(rule, f"{call}: {hook} had not ended when the kit gave up waiting (a hook outlived its time limit?)")
+            self.flag(
+                rule,
+                f"{call}: {hook} had not ended when the kit gave up waiting (a hook outlived its time limit?)",
+            )
             return
         if cancel_i is not None and cancel_i < end_i:
             if outcome != "cancelled":
-                self.flag("WOC-CANCEL", f"{call}: the caller was cancelled but the chain {outcome} instead of propagating it")
+                self.flag(
+                    "WOC-CANCEL",
+                    f"{call}: the caller was cancelled but the chain {outcome} instead of propagating it",
+                )
             return
         if outcome == "raised":
-            self.flag("WOC-FAIL-CONTAINED", f"{call}: an exception escaped the chain: {end[1].get('error')}")
+            self.flag(
+                "WOC-FAIL-CONTAINED",
+                f"{call}: an exception escaped the chain: {end[1].get('error')}",
+            )
         elif outcome == "cancelled":
-            self.flag("WOC-SLOW" if self.limited else "WOC-CANCEL", f"{call}: the chain raised a cancellation nobody asked for")
+            self.flag(
+                "WOC-SLOW" if self.limited else "WOC-CANCEL",
+                f"{call}: the chain raised a cancellation nobody asked for",
+            )
         elif hook == "after_write":
             parts = self._annotation_parts(call, entered)
             expected = expected_annotation(list(parts))
             got = end[1].get("value")
             if got != expected:
                 for rule in classify_annotation_mismatch(parts, expected, got):
-                    self.flag(rule, f"{call}: after_write returned {got!r}; expected {expected!r} from annotations {parts!r}")
+                    self.flag(
+                        rule,
+                        f"{call}: after_write returned {got!r}; expected {expected!r} from annotations {parts!r}",
+                    )
 
     def check_tool(self, verb: str, body: dict[str, Any]) -> None:
         call, path = body["id"], body["path"]
@@ -202,14 +241,22 @@ class _Oracle:
         start = self.t.tool_starts.get(call, {})
         if result is None:
             if call in self.t.kit_timeouts:
-                self.flag("WOC-SLOW", f"{call}: the {verb} tool had not returned when the kit gave up waiting (a hook outlived the chain's time limit?)")
+                self.flag(
+                    "WOC-SLOW",
+                    f"{call}: the {verb} tool had not returned when the kit gave up waiting (a hook outlived the chain's time limit?)",
+                )
             return
         entered = self.t.enters.get(call, [])
         if is_refused(path, list(self.given.get("deny", []))):
             if entered:
-                self.flag("WOC-SEAM-DENIED", f"{call}: {verb} of refused path {path!r} called {[e['observer'] + '.' + e['hook'] for _, e in entered]}")
+                self.flag(
+                    "WOC-SEAM-DENIED",
+                    f"{call}: {verb} of refused path {path!r} called {[e['observer'] + '.' + e['hook'] for _, e in entered]}",
+                )
             if result.get("ok"):
-                self.flag("WOC-SEAM-DENIED", f"{call}: {verb} of refused path {path!r} reported success")
+                self.flag(
+                    "WOC-SEAM-DENIED", f"{call}: {verb} of refused path {path!r} reported success"
+                )
             return
         before, after = start.get("content_before"), result.get("content_after")
         afters = [e for _, e in entered if e.get("hook") == "after_write"]
@@ -218,41 +265,68 @@ class _Oracle:
         if not result.get("ok"):
             if afters:
                 rule = "WOC-SEAM-NO-ERROR" if after != before else "WOC-SEAM-FAILED-WRITE"
-                self.flag(rule, f"{call}: {verb} reported failure ({result.get('message')!r}) yet after_write was called")
+                self.flag(
+                    rule,
+                    f"{call}: {verb} reported failure ({result.get('message')!r}) yet after_write was called",
+                )
             elif after != before:
-                self.flag("WOC-SEAM-NO-ERROR", f"{call}: the file changed but the {verb} tool reported an error: {result.get('message')!r}")
+                self.flag(
+                    "WOC-SEAM-NO-ERROR",
+                    f"{call}: the file changed but the {verb} tool reported an error: {result.get('message')!r}",
+                )
             return
         self.check_hook_run(call, "before_write", interrupted_at=None)
         after_entered = self.check_hook_run(call, "after_write", interrupted_at=None)
         for _, e in entered:
             if e.get("hook") == "before_write" and e.get("sees") != before:
-                self.flag("WOC-SEAM-PRE", f"{call}: {e['observer']}.before_write saw {e.get('sees')!r}; the pre-image was {before!r}")
+                self.flag(
+                    "WOC-SEAM-PRE",
+                    f"{call}: {e['observer']}.before_write saw {e.get('sees')!r}; the pre-image was {before!r}",
+                )
         if afters:
-            post = body["content"] if verb == "write" else None if verb == "delete" else (before or "").replace(body["old"], body["new"], 1)
+            post = (
+                body["content"]
+                if verb == "write"
+                else None
+                if verb == "delete"
+                else (before or "").replace(body["old"], body["new"], 1)
+            )
             if afters[0].get("sees") != post:
-                self.flag("WOC-SEAM-POST", f"{call}: {afters[0]['observer']}.after_write saw {afters[0].get('sees')!r}; the mutation wrote {post!r}")
+                self.flag(
+                    "WOC-SEAM-POST",
+                    f"{call}: {afters[0]['observer']}.after_write saw {afters[0].get('sees')!r}; the mutation wrote {post!r}",
+                )
         parts = self._annotation_parts(call, after_entered)
         expected_ann = expected_annotation(list(parts))
         message = result.get("message", "")
         want = message if expected_ann is None else message + SEP + expected_ann
         if result.get("text") != want:
-            self.flag("WOC-SEAM-POST", f"{call}: tool result text {result.get('text')!r}; expected {want!r}")
+            self.flag(
+                "WOC-SEAM-POST",
+                f"{call}: tool result text {result.get('text')!r}; expected {want!r}",
+            )
 
     def check_warnings(self) -> None:
         failing: set[str] = set()
         for (call, observer, _hook), exits in self.t.exits.items():
             for i, e in exits:
                 interrupted = self.t.cancels.get(call, len(self.t.events) + 1) < i
-                if e.get("outcome") == "raised" or (e.get("outcome") == "cancelled" and not interrupted):
+                if e.get("outcome") == "raised" or (
+                    e.get("outcome") == "cancelled" and not interrupted
+                ):
                     failing.add(observer)
         for name in self.order:
             count = self.t.warnings.get(name, 0)
             want = 1 if name in failing else 0
             if count != want:
-                self.flag("WOC-FAIL-WARN", f"observer {name!r} got {count} warning(s); expected {want}")
+                self.flag(
+                    "WOC-FAIL-WARN", f"observer {name!r} got {count} warning(s); expected {want}"
+                )
 
 
-def check(request: dict[str, Any], _then: dict[str, Any], trace: list[dict[str, Any]]) -> list[Violation]:
+def check(
+    request: dict[str, Any], _then: dict[str, Any], trace: list[dict[str, Any]]
+) -> list[Violation]:
     """Every universal WOC rule this trace breaks, as (rule ID, explanation) pairs."""
     found = _Oracle(request, trace).run()
     unique: list[Violation] = []

@@ -16,7 +16,11 @@ class _Fake:
 
     def info(self) -> ImplementationInfo:
         return ImplementationInfo(
-            self.name, "python", "0", CONTRACTS, ("write-tools", "builtin-observers", "hook-time-limit")
+            self.name,
+            "python",
+            "0",
+            CONTRACTS,
+            ("write-tools", "builtin-observers", "hook-time-limit"),
         )
 
     def close(self) -> None:

@@ -30,19 +30,25 @@ def test_run_against_reference_exits_zero(capsys: pytest.CaptureFixture[str]) ->
 
 def test_reports_agree_with_each_other(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     report_path, junit_path = tmp_path / "r.json", tmp_path / "r.xml"
-    assert main(["run", "-q", "--report-json", str(report_path), "--junit-xml", str(junit_path)]) == 0
+    assert (
+        main(["run", "-q", "--report-json", str(report_path), "--junit-xml", str(junit_path)]) == 0
+    )
     report = json.loads(report_path.read_text())
     jsonschema.validate(report, report_schema())
     summary = report["summary"]
     assert summary["passed"] == len(report["results"]) > 0
-    assert {"scenario", "contract", "rules", "level", "status", "detail"} <= set(report["results"][0])
+    assert {"scenario", "contract", "rules", "level", "status", "detail"} <= set(
+        report["results"][0]
+    )
     suite = next(iter(JUnitXml.fromfile(str(junit_path))))
     assert suite.tests == len(report["results"])
     assert suite.failures == summary["failed"]
     assert f"{summary['passed']} passed, 0 failed" in capsys.readouterr().out
 
 
-def test_failing_implementation_exits_one(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_failing_implementation_exits_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     report_path = tmp_path / "r.json"
     code = main(["run", "-q", "--impl", "tests.fakes:silent", "--report-json", str(report_path)])
     assert code == 1
@@ -52,7 +58,8 @@ def test_failing_implementation_exits_one(tmp_path: Path, capsys: pytest.Capture
     assert report["summary"]["failed"] > 0
     assert _closing_line(out) == summary_line(report["summary"])
     failed = [r for r in report["results"] if r["status"] == "fail"]
-    assert failed and all(r["detail"] for r in failed)
+    assert failed
+    assert all(r["detail"] for r in failed)
 
 
 def test_crashing_implementation_exits_one_with_errors(capsys: pytest.CaptureFixture[str]) -> None:
@@ -89,7 +96,9 @@ def test_selection_matching_nothing_is_a_usage_error(capsys: pytest.CaptureFixtu
         ("tests.fakes:CONTRACTS", "is not an adapter"),
     ],
 )
-def test_bad_impl_is_a_usage_error(impl: str, needle: str, capsys: pytest.CaptureFixture[str]) -> None:
+def test_bad_impl_is_a_usage_error(
+    impl: str, needle: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["run", "--impl", impl]) == 2
     assert needle in capsys.readouterr().err
 
@@ -114,7 +123,11 @@ def test_console_script_runs_from_any_folder(tmp_path: Path) -> None:
     """The installed command finds the shipped scenarios without the source tree."""
     proc = subprocess.run(
         [sys.executable, "-m", "seamspec", "run", "-q"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert _closing_line(proc.stdout).endswith("passed, 0 failed")

@@ -49,7 +49,9 @@ def test_conformance_has_no_public_names_outside_all() -> None:
 
 
 @pytest.mark.parametrize("bare", ["reference", "conformance", "scenarios"])
-def test_no_bare_top_level_modules_are_installed(bare: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_no_bare_top_level_modules_are_installed(
+    bare: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import sys
     from pathlib import Path
 

@@ -21,7 +21,9 @@ def test_off_unless_asked(pytester: pytest.Pytester) -> None:
 
 def test_k_and_junitxml(pytester: pytest.Pytester) -> None:
     xml = pytester.path / "out.xml"
-    result = pytester.runpytest("--seamspec-impl", "reference-trio", "-k", "join", f"--junitxml={xml}")
+    result = pytester.runpytest(
+        "--seamspec-impl", "reference-trio", "-k", "join", f"--junitxml={xml}"
+    )
     result.assert_outcomes(passed=xml.read_text().count("<testcase"))
     assert 'name="woc-join-two-annotations"' in xml.read_text()
     assert "seamspec::woc-cancel-propagates" not in result.stdout.str()
@@ -44,7 +46,9 @@ def test_failing_implementation_fails_items_with_the_detail(pytester: pytest.Pyt
         """
     )
     pytester.syspathinsert()
-    result = pytester.runpytest("--seamspec-impl", "broken_adapter:adapter", "-k", "woc-join-two-annotations")
+    result = pytester.runpytest(
+        "--seamspec-impl", "broken_adapter:adapter", "-k", "woc-join-two-annotations"
+    )
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*WOC-JOIN*", "*after_write*"])
 

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from seamspec.conformance import Runner, load_scenarios, load_adapter
+from seamspec.conformance import Runner, load_adapter, load_scenarios
 
 from . import fakes
 

@@ -27,7 +27,9 @@ def test_there_are_at_least_ten_malformed_files() -> None:
 
 
 @pytest.mark.parametrize("path", CASES, ids=[p.stem for p in CASES])
-def test_validate_rejects_with_file_line_and_problem(path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_validate_rejects_with_file_line_and_problem(
+    path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["validate", str(path)]) == 2
     err = capsys.readouterr().err
     located = LOCATED.search(err)
@@ -76,7 +78,9 @@ def test_every_problem_is_reported_at_once(tmp_path: Path) -> None:
     assert {Path(p.file).name for p in problems} == {p.name for p in CASES[:4]}
 
 
-def test_missing_path_is_a_problem_not_a_crash(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_missing_path_is_a_problem_not_a_crash(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["validate", str(tmp_path / "nope")]) == 2
     assert "no such file or folder" in capsys.readouterr().err
 

@@ -14,6 +14,8 @@ from concurrent.futures import ThreadPoolExecutor
 from functools import cache
 
 import pytest
+
+from seamspec import __version__
 from seamspec.conformance import (
     Adapter,
     AdapterLoadError,
@@ -32,8 +34,6 @@ from seamspec.conformance._woc_mutants import (
     SteppedChain,
     mutant_adapter,
 )
-
-from seamspec import __version__
 
 CONTRACT = "write-observer-chain"
 CONTROLS = ("reference", "stepped-chain")

@@ -16,6 +16,7 @@ from typing import Any
 import anyio
 import anyio.abc
 import pytest
+
 from seamspec.reference import (
     STUB_PROGRAMS,
     CheckpointObserver,

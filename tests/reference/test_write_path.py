@@ -14,6 +14,7 @@ from typing import Any
 import anyio
 import anyio.lowlevel
 import pytest
+
 from seamspec.reference import (
     ObserverFailureWarning,
     ToolResult,

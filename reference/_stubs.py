@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import sys
 import time
+from pathlib import Path
 from collections.abc import Callable, Sequence
 
 __all__ = ["STUB_PROGRAMS", "lint_text", "main", "stub_command", "tidy_text"]
@@ -132,11 +133,16 @@ STUB_PROGRAMS: frozenset[str] = frozenset(_PROGRAMS)
 
 
 def stub_command(program: str, *args: str) -> list[str]:
-    """The argv that runs a stub with this interpreter, so no PATH lookup is involved."""
+    """The argv that runs a stub with this interpreter, so no PATH lookup is involved.
+
+    The stub is run by its file path, not with ``-m``: ``-m`` puts the current folder
+    first on ``sys.path``, and from a seamspec source checkout that shadows the
+    installed package. This file imports only the standard library, so it runs anywhere.
+    """
     if program not in STUB_PROGRAMS:
         known = ", ".join(sorted(STUB_PROGRAMS))
         raise ValueError(f"unknown stub program {program!r}; the kit's programs are: {known}")
-    return [sys.executable, "-m", "seamspec.reference._stubs", program, *args]
+    return [sys.executable, str(Path(__file__).resolve()), program, *args]
 
 
 def _usage(problem: str) -> int:

@@ -111,15 +111,22 @@ def test_lint_rules() -> None:
 
 def test_stub_command_names_only_kit_programs() -> None:
     assert frozenset({"tidy", "tidy-fail", "tidy-hang", "lint"}) == STUB_PROGRAMS
-    assert stub_command("lint", "a.py") == [
-        sys.executable,
-        "-m",
-        "seamspec.reference._stubs",
-        "lint",
-        "a.py",
-    ]
+    command = stub_command("lint", "a.py")
+    assert command[0] == sys.executable
+    assert Path(command[1]).name == "_stubs.py"
+    assert command[2:] == ["lint", "a.py"]
     with pytest.raises(ValueError, match="unknown stub program 'rm'"):
         stub_command("rm", "-rf", "/")
+
+
+def test_stub_programs_do_not_depend_on_the_current_folder(tmp_path: Path) -> None:
+    """A folder holding a package named seamspec (a source checkout) must not shadow the kit."""
+    (tmp_path / "seamspec").mkdir()
+    (tmp_path / "seamspec" / "__init__.py").write_text("raise SystemExit('shadowed')\n")
+    tidy = subprocess.run(
+        stub_command("tidy"), input=b"a  \n", capture_output=True, check=False, cwd=tmp_path
+    )
+    assert (tidy.returncode, tidy.stdout) == (0, b"a\n")
 
 
 def test_stub_programs_run_as_processes(tmp_path: Path) -> None:

@@ -128,6 +128,8 @@ def load_adapter(spec: str) -> Adapter:
     if not isinstance(obj, Adapter) and callable(obj):
         try:
             obj = obj()
+        except AdapterLoadError:
+            raise
         except Exception as error:
             raise AdapterLoadError(
                 f"--impl {spec!r}: calling {attribute}() to build the adapter failed: {error!r}"

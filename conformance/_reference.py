@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -9,6 +10,7 @@ from typing import Any
 from seamspec import __version__
 from seamspec.reference import ObserverFailure, WriteObserver, WriteObserverChain, WriteTools
 
+from ._errors import AdapterLoadError
 from ._python_adapter import PythonAdapter
 from ._woc_driver import WriteObserverChainDriver
 
@@ -50,4 +52,9 @@ def asyncio_adapter() -> PythonAdapter:
 
 
 def trio_adapter() -> PythonAdapter:
+    if importlib.util.find_spec("trio") is None:
+        raise AdapterLoadError(
+            "--impl reference-trio needs trio, which is not installed in this environment\n"
+            "  hint: pip install 'seamspec[trio]'"
+        )
     return reference_adapter("trio")

@@ -131,3 +131,16 @@ def test_console_script_runs_from_any_folder(tmp_path: Path) -> None:
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert _closing_line(proc.stdout).endswith("passed, 0 failed")
+
+
+def test_reference_trio_without_trio_is_a_usage_error(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "trio" else real(name, *a)
+    )
+    assert main(["run", "--impl", "reference-trio"]) == 2
+    assert "pip install 'seamspec[trio]'" in capsys.readouterr().err

@@ -26,6 +26,7 @@ from ._adapter import Adapter, ImplementationInfo, Trace
 from ._catalogue import catalogue
 from ._contracts import contract_judges
 from ._errors import ImplementationError, Unsupported
+from ._manifest import ExpectedFailure
 from ._scenario import Scenario
 
 __all__ = ["Finding", "RunResult", "Runner", "ScenarioResult", "Status"]
@@ -59,6 +60,7 @@ class ScenarioResult:
     findings: list[Finding] = field(default_factory=list)
     duration: float = 0.0
     trace: Trace | None = None
+    expected_failure: ExpectedFailure | None = None
 
     @property
     def level(self) -> Literal["MUST", "SHOULD"]:
@@ -78,10 +80,16 @@ class ScenarioResult:
 
     @property
     def broken_rules(self) -> list[str]:
-        rules = {f.rule for f in self.findings if f.rule}
-        if any(f.source == "then" for f in self.findings):
-            rules.update(self.scenario.rules)
-        return sorted(rules)
+        """The rules this result counts against.
+
+        The oracle names the exact rule it saw broken; when it saw nothing and only the
+        scenario's own ``then`` failed, the failure counts against the rules the scenario
+        cites, since that is all the kit knows.
+        """
+        pinned = {f.rule for f in self.findings if f.rule}
+        if pinned:
+            return sorted(pinned)
+        return sorted(self.scenario.rules) if self.findings else []
 
 
 @dataclass
@@ -90,6 +98,7 @@ class RunResult:
     results: list[ScenarioResult]
     started: float
     duration: float
+    strict: bool = False
 
     def summary(self) -> dict[str, int]:
         counts = {
@@ -120,9 +129,12 @@ class RunResult:
 
     @property
     def ok(self) -> bool:
-        """True when every MUST scenario passed (what exit code 0 means)."""
+        """True when every MUST scenario passed or was expected to fail (exit code 0).
+
+        With ``strict``, an unexpected pass also fails the run: the manifest is stale.
+        """
         s = self.summary()
-        return s["failed"] == 0 and s["errors"] == 0
+        return s["failed"] == 0 and s["errors"] == 0 and not (self.strict and s["xpassed"])
 
 
 def summary_line(summary: dict[str, int]) -> str:
@@ -168,10 +180,14 @@ class Runner:
         *,
         timeout: float = 60.0,
         on_result: Callable[[ScenarioResult], None] | None = None,
+        expected_failures: dict[str, ExpectedFailure] | None = None,
+        strict: bool = False,
     ) -> None:
         self.adapter = adapter
         self.timeout = timeout
         self.on_result = on_result
+        self.expected_failures = expected_failures or {}
+        self.strict = strict
         self.info = adapter.info()
 
     def run(
@@ -187,7 +203,7 @@ class Runner:
                 self.on_result(result)
             if stop and stop(result):
                 break
-        return RunResult(self.info, results, started, time.perf_counter() - t0)
+        return RunResult(self.info, results, started, time.perf_counter() - t0, self.strict)
 
     def _skip_reason(self, scenario: Scenario) -> str | None:
         if scenario.contract not in self.info.contracts:
@@ -198,6 +214,21 @@ class Runner:
         return None
 
     def run_one(self, scenario: Scenario) -> ScenarioResult:
+        """Run and judge one scenario, then apply the expected-failure manifest."""
+        result = self._run_and_judge(scenario)
+        expected = self.expected_failures.get(scenario.id)
+        if expected is None or result.status == "skip":
+            return result
+        result.expected_failure = expected
+        if result.status in ("fail", "error"):
+            result.detail = f"expected failure: {expected.reason}\n{result.detail}"
+            result.status = "xfail"
+        elif result.status == "pass":
+            result.detail = f"passed, but the manifest expects a failure: {expected.reason}"
+            result.status = "xpass"
+        return result
+
+    def _run_and_judge(self, scenario: Scenario) -> ScenarioResult:
         reason = self._skip_reason(scenario)
         if reason:
             return ScenarioResult(scenario, "skip", reason)

@@ -1,0 +1,90 @@
+"""Short forms of a JSON report: a Markdown summary for CI job pages and a badge.
+
+Both are computed from the JSON report alone, so they agree with it by construction.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+__all__ = ["badge_json", "compare_reports", "markdown_summary"]
+
+
+def _must_counts(report: dict[str, Any]) -> tuple[int, int]:
+    must = [r for r in report["results"] if r["level"] == "MUST" and r["status"] != "skip"]
+    return sum(1 for r in must if r["status"] in ("pass", "xpass")), len(must)
+
+
+def badge_json(report: dict[str, Any]) -> dict[str, Any]:
+    """A shields.io endpoint badge: MUST scenarios passed out of those run."""
+    passed, total = _must_counts(report)
+    s = report["summary"]
+    ok = s["failed"] == 0 and s["errors"] == 0
+    color = "brightgreen" if ok and passed == total else "yellow" if ok else "red"
+    return {
+        "schemaVersion": 1,
+        "label": "seamspec",
+        "message": f"{passed}/{total} MUST",
+        "color": color,
+    }
+
+
+def markdown_summary(reports: list[dict[str, Any]]) -> str:
+    lines = ["## seamspec conformance", ""]
+    lines += [
+        "| implementation | contracts | passed | failed | errors | skipped | xfail | xpass | warnings | verdict |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for report in reports:
+        s, impl = report["summary"], report["implementation"]
+        verdict = "conforms" if s["failed"] == 0 and s["errors"] == 0 else "**does not conform**"
+        lines.append(
+            f"| {impl['name']} {impl['version']} | {', '.join(impl['contracts'])} | {s['passed']} | "
+            f"{s['failed']} | {s['errors']} | {s['skipped']} | {s['xfailed']} | {s['xpassed']} | "
+            f"{s['warnings']} | {verdict} |"
+        )
+    for report in reports:
+        bad = [r for r in report["results"] if r["counts_as"] in ("failure", "error", "xpass")]
+        if not bad:
+            continue
+        lines += ["", f"### {report['implementation']['name']}: problems", ""]
+        for r in bad:
+            first = (r["detail"].strip().splitlines() or [""])[0].replace("|", "\\|")
+            rules = ", ".join(r["broken_rules"] or r["rules"])
+            lines.append(f"- `{r['scenario']}` ({r['status']}; {rules}): {first}")
+    return "\n".join(lines) + "\n"
+
+
+def compare_reports(old: dict[str, Any], new: dict[str, Any]) -> dict[str, list[str]]:
+    """Scenario by scenario: what got worse, what got better, what appeared or went away."""
+    good = {"pass", "xfail", "skip"}
+    before = {r["scenario"]: r for r in old["results"]}
+    after = {r["scenario"]: r for r in new["results"]}
+    changes: dict[str, list[str]] = {
+        "newly failing": [],
+        "newly passing": [],
+        "other status changes": [],
+        "added": [],
+        "removed": [],
+    }
+    for sid in sorted(after.keys() - before.keys()):
+        changes["added"].append(f"{sid} ({after[sid]['status']})")
+    for sid in sorted(before.keys() - after.keys()):
+        changes["removed"].append(f"{sid} (was {before[sid]['status']})")
+    for sid in sorted(before.keys() & after.keys()):
+        was, now = before[sid]["counts_as"], after[sid]["counts_as"]
+        if was == now:
+            continue
+        line = f"{sid}: {was} -> {now}"
+        if before[sid]["status"] in good and after[sid]["status"] not in good:
+            changes["newly failing"].append(line)
+        elif before[sid]["status"] not in good and after[sid]["status"] in good:
+            changes["newly passing"].append(line)
+        else:
+            changes["other status changes"].append(line)
+    return changes
+
+
+def status_counts(report: dict[str, Any]) -> Counter[str]:
+    return Counter(r["status"] for r in report["results"])

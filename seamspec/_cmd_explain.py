@@ -1,0 +1,85 @@
+"""``seamspec explain ID``: how the kit teaches a rule or a scenario."""
+
+from __future__ import annotations
+
+import argparse
+import textwrap
+
+from rich.console import Console
+
+from seamspec.conformance import (
+    ImplementationError,
+    Unsupported,
+    catalogue,
+    load_adapter,
+    load_scenarios,
+)
+from seamspec.conformance._timeline import render_timeline
+
+__all__ = ["add_explain_parser"]
+
+
+def add_explain_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    explain = sub.add_parser("explain", help="explain a rule (WOC-JOIN) or a scenario (woc-...)")
+    explain.add_argument("id", metavar="ID", help="a rule ID or a scenario ID")
+    explain.add_argument(
+        "--impl",
+        default="reference",
+        metavar="X",
+        help="implementation whose timeline to draw (default reference)",
+    )
+    explain.set_defaults(func=cmd_explain)
+
+
+def _wrap(text: str) -> str:
+    return textwrap.fill(text, width=88, initial_indent="  ", subsequent_indent="  ")
+
+
+def cmd_explain(args: argparse.Namespace, console: Console) -> int:
+    scenarios = load_scenarios()
+    rules = catalogue()
+    if args.id.upper() in rules:
+        rule = rules[args.id.upper()]
+        console.print(
+            f"[bold]{rule.id}[/] ({rule.level}, {rule.contract}; decided by {rule.origin})"
+        )
+        console.print(_wrap(rule.text), markup=False)
+        console.print("\n[bold]why[/]")
+        console.print(_wrap(rule.rationale), markup=False)
+        citing = [s for s in scenarios if rule.id in s.rules]
+        console.print(f"\n[bold]scenarios citing it[/] ({len(citing)})")
+        for s in citing:
+            console.print(f"  {s.id}: {s.title}", highlight=False, markup=False)
+        console.print(
+            f"\nsee docs/contracts/{rule.contract}.md; `seamspec explain SCENARIO` draws a timeline"
+        )
+        return 0
+    found = next((s for s in scenarios if s.id == args.id.lower()), None)
+    if found is None:
+        console.print(
+            f"no rule or scenario called {args.id!r}; list them with `seamspec rules`",
+            style="red",
+            markup=False,
+        )
+        return 2
+    console.print(f"[bold]{found.id}[/]: {found.title}", highlight=False)
+    console.print(
+        f"  contract {found.contract}, level {found.level}, file {found.source}", highlight=False
+    )
+    console.print("\n[bold]rules[/]")
+    for rule_id in found.rules:
+        console.print(f"  {rule_id}: {rules[rule_id].text}", highlight=False, markup=False)
+    console.print("\n[bold]what it shows[/]")
+    console.print(_wrap(found.description), markup=False)
+    adapter = load_adapter(args.impl)
+    try:
+        trace = adapter.run(found.request())
+    except (Unsupported, ImplementationError) as error:
+        console.print(f"\n(no timeline: {error})", style="yellow", markup=False)
+        return 0
+    finally:
+        adapter.close()
+    console.print(f"\n[bold]timeline[/] ({adapter.info().name})")
+    for line in render_timeline(found.contract, trace):
+        console.print(line, highlight=False, markup=False)
+    return 0

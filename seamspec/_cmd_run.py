@@ -1,0 +1,295 @@
+"""``seamspec run``: the suite against one implementation, with reports and a CI verdict."""
+
+from __future__ import annotations
+
+import argparse
+import fnmatch
+import os
+import sys
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from pathlib import Path
+
+from rich.console import Console
+
+from seamspec import __version__
+from seamspec.conformance import (
+    Runner,
+    RunResult,
+    Scenario,
+    ScenarioResult,
+    load_adapter,
+    load_scenarios,
+    summary_line,
+    to_json_report,
+    write_json_report,
+    write_junit_xml,
+)
+from seamspec.conformance._catalogue import CONTRACTS
+from seamspec.conformance._manifest import ExpectedFailure, load_manifest, manifest_text
+
+from ._wire_cli import add_run_options as add_wire_run_options
+from ._wire_cli import make_adapter, runner_timeout
+
+__all__ = ["add_run_parser", "cmd_run"]
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+_STYLE = {
+    "pass": "green",
+    "fail": "red",
+    "error": "magenta",
+    "skip": "yellow",
+    "xfail": "cyan",
+    "xpass": "red",
+}
+
+
+def add_run_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    run = sub.add_parser("run", help="run the conformance suite against an implementation")
+    impl = run.add_mutually_exclusive_group()
+    impl.add_argument(
+        "--impl",
+        default="reference",
+        metavar="X",
+        help="reference (default), reference-trio, mutant:NAME, or package.module:attribute",
+    )
+    run.add_argument(
+        "--contract", action="append", choices=CONTRACTS, help="only this contract (repeatable)"
+    )
+    run.add_argument(
+        "-k",
+        dest="pattern",
+        metavar="PATTERN",
+        help="only scenarios whose ID, title or tags contain PATTERN (a glob if it has * or ?)",
+    )
+    run.add_argument(
+        "--scenarios",
+        action="append",
+        type=Path,
+        metavar="PATH",
+        help="scenario files or folders (default: the suite shipped with seamspec)",
+    )
+    run.add_argument("--report-json", type=Path, metavar="PATH", help="write the JSON report here")
+    run.add_argument("--junit-xml", type=Path, metavar="PATH", help="write JUnit XML here")
+    run.add_argument(
+        "--expect", type=Path, metavar="MANIFEST", help="expected-failure manifest (YAML)"
+    )
+    run.add_argument(
+        "--strict", action="store_true", help="an unexpected pass (xpass) fails the run"
+    )
+    run.add_argument(
+        "--write-manifest", type=Path, metavar="PATH", help="write today's failures as a manifest"
+    )
+    run.add_argument(
+        "--timeout",
+        type=float,
+        default=60.0,
+        metavar="SECONDS",
+        help="time limit for one scenario (default 60)",
+    )
+    run.add_argument(
+        "-x", "--fail-fast", action="store_true", help="stop at the first failure or error"
+    )
+    run.add_argument("--max-fail", type=int, metavar="N", help="stop after N failures or errors")
+    run.add_argument(
+        "-j",
+        "--jobs",
+        type=int,
+        default=1,
+        metavar="N",
+        help="run scenarios in N worker processes (0: one per CPU)",
+    )
+    run.add_argument(
+        "-q", "--quiet", action="store_true", help="print only failures and the summary"
+    )
+    add_wire_run_options(run, impl)
+    run.set_defaults(func=cmd_run)
+
+
+def select(
+    scenarios: list[Scenario], contracts: Sequence[str] | None, pattern: str | None
+) -> list[Scenario]:
+    chosen = [s for s in scenarios if not contracts or s.contract in contracts]
+    if pattern:
+        needle = pattern.lower()
+        is_glob = any(c in pattern for c in "*?[")
+
+        def matches(s: Scenario) -> bool:
+            hay = [s.id, s.title.lower(), *s.tags]
+            if is_glob:
+                return any(fnmatch.fnmatch(h, needle) for h in hay)
+            return any(needle in h for h in hay)
+
+        chosen = [s for s in chosen if matches(s)]
+    return chosen
+
+
+class _Printer:
+    """One line per scenario with a [done/total] counter, so long runs show progress."""
+
+    def __init__(self, console: Console, total: int, quiet: bool) -> None:
+        self.console, self.total, self.quiet, self.done = console, total, quiet, 0
+
+    def __call__(self, result: ScenarioResult) -> None:
+        self.done += 1
+        if self.quiet and result.status in ("pass", "skip", "xfail"):
+            return
+        status, style = (
+            ("WARN", "yellow")
+            if result.is_warning
+            else (result.status.upper(), _STYLE.get(result.status, "white"))
+        )
+        width = len(str(self.total))
+        self.console.print(
+            f"[dim][{self.done:>{width}}/{self.total}][/] [{style}]{status:5}[/] {result.scenario.id}"
+            f"  [dim]{result.duration * 1000:.0f} ms[/]",
+            highlight=False,
+        )
+
+
+def _print_problems(console: Console, result: RunResult) -> None:
+    bad = [r for r in result.results if r.status in ("fail", "error", "xpass")]
+    if not bad:
+        return
+    console.rule("problems")
+    for r in bad:
+        label = "warning (SHOULD)" if r.is_warning else r.status
+        console.print(
+            f"[bold]{r.scenario.id}[/] ({label}) rules {', '.join(r.scenario.rules)}",
+            highlight=False,
+        )
+        console.print(f"  [dim]{r.scenario.source}[/]", highlight=False)
+        for line in r.detail.splitlines() or ["(no detail)"]:
+            console.print(f"  {line}", highlight=False, markup=False)
+
+
+# -- parallel runs: a process pool, one adapter per worker process --------------------
+_WORKER: Runner | None = None
+
+
+def _init_worker(
+    impl: str, timeout: float, expected: dict[str, ExpectedFailure], strict: bool
+) -> None:
+    global _WORKER  # noqa: PLW0603 - one runner per worker process, by design
+    _WORKER = Runner(load_adapter(impl), timeout=timeout, expected_failures=expected, strict=strict)
+
+
+def _run_in_worker(scenario: Scenario) -> ScenarioResult:
+    assert _WORKER is not None
+    return _WORKER.run_one(scenario)
+
+
+def _run_parallel(
+    args: argparse.Namespace,
+    *,
+    runner: Runner,
+    chosen: list[Scenario],
+    expected: dict[str, ExpectedFailure],
+    on_result: Callable[[ScenarioResult], None],
+    stop: Callable[[ScenarioResult], bool],
+) -> RunResult:
+    """Scenarios in worker processes (not threads: judging is CPU-bound Python, and a
+    process per worker keeps each implementation's state and event loops apart)."""
+    import time
+
+    jobs = args.jobs or os.cpu_count() or 1
+    started, t0 = time.time(), time.perf_counter()
+    results: dict[str, ScenarioResult] = {}
+    with ProcessPoolExecutor(
+        max_workers=jobs,
+        initializer=_init_worker,
+        initargs=(args.impl, args.timeout, expected, args.strict),
+    ) as pool:
+        futures = [pool.submit(_run_in_worker, s) for s in chosen]
+        for future in as_completed(futures):
+            result = future.result()
+            results[result.scenario.id] = result
+            on_result(result)
+            if stop(result):
+                for pending in futures:
+                    pending.cancel()
+                break
+    ordered = [results[s.id] for s in chosen if s.id in results]
+    return RunResult(runner.info, ordered, started, time.perf_counter() - t0, args.strict)
+
+
+def cmd_run(args: argparse.Namespace, console: Console) -> int:
+    scenarios = load_scenarios(args.scenarios)
+    chosen = select(scenarios, args.contract, args.pattern)
+    if not chosen:
+        console.print("no scenario matches the selection (check --contract and -k)", style="red")
+        return EXIT_USAGE
+    expected = load_manifest(args.expect, [s.id for s in scenarios]) if args.expect else {}
+    adapter = make_adapter(args)
+    failures = 0
+    limit = 1 if args.fail_fast else args.max_fail
+
+    def stop(result: ScenarioResult) -> bool:
+        nonlocal failures
+        failures += result.is_failure or result.status == "error"
+        return limit is not None and failures >= limit
+
+    try:
+        info = adapter.info()
+        console.print(
+            f"seamspec {__version__}: {len(chosen)} scenarios against {info.name} {info.version} "
+            f"({info.language}; contracts: {', '.join(info.contracts) or 'none'})"
+            + (f"; {args.jobs or os.cpu_count()} jobs" if args.jobs != 1 else ""),
+            highlight=False,
+        )
+        printer = _Printer(console, len(chosen), args.quiet)
+        runner = Runner(
+            adapter,
+            timeout=runner_timeout(args),
+            on_result=printer,
+            expected_failures=expected,
+            strict=args.strict,
+        )
+        if args.jobs != 1:
+            result = _run_parallel(
+                args, runner=runner, chosen=chosen, expected=expected, on_result=printer, stop=stop
+            )
+        else:
+            result = runner.run(chosen, stop=stop)
+    finally:
+        adapter.close()
+    _print_problems(console, result)
+    report = to_json_report(result)
+    if args.report_json:
+        write_json_report(result, args.report_json)
+        console.print(f"JSON report: {args.report_json}", highlight=False)
+    if args.junit_xml:
+        write_junit_xml(report, args.junit_xml)
+        console.print(f"JUnit XML: {args.junit_xml}", highlight=False)
+    if args.write_manifest:
+        args.write_manifest.parent.mkdir(parents=True, exist_ok=True)
+        args.write_manifest.write_text(manifest_text(report), encoding="utf-8")
+        console.print(f"manifest of today's failures: {args.write_manifest}", highlight=False)
+    summary = result.summary()
+    if summary["warnings"]:
+        console.print(
+            f"{summary['warnings']} SHOULD-level warning(s): reported, not counted as failures",
+            style="yellow",
+        )
+    if summary["xpassed"]:
+        note = (
+            "these fail the run (--strict)"
+            if args.strict
+            else "update the manifest, or use --strict"
+        )
+        console.print(f"{summary['xpassed']} unexpected pass(es): {note}", style="red")
+    if len(result.results) < len(chosen):
+        console.print(
+            f"stopped early: {len(chosen) - len(result.results)} scenario(s) not run",
+            style="yellow",
+        )
+    verdict = "CONFORMS" if result.ok else "DOES NOT CONFORM"
+    console.print(
+        f"verdict: {info.name} {verdict} ({result.duration:.1f} s)",
+        style="green" if result.ok else "red",
+        highlight=False,
+    )
+    # The closing line is plain text so that CI log readers can parse it.
+    print(summary_line(summary), flush=True)
+    sys.stdout.flush()
+    return EXIT_OK if result.ok else EXIT_FAILED

@@ -1,0 +1,213 @@
+"""The command-line parts of the wire protocol: ``run --impl-cmd``, ``serve-reference``, ``smoke``.
+
+They live apart from ``_cli.py`` so that the protocol can grow without touching the main
+command table; ``_cli.py`` only registers them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import signal
+import sys
+import threading
+from typing import Any
+
+from rich.console import Console
+
+from seamspec.conformance import (
+    Adapter,
+    AdapterLoadError,
+    Runner,
+    Scenario,
+    load_adapter,
+    load_scenarios,
+)
+from seamspec.conformance._catalogue import CONTRACTS
+from seamspec.conformance._wire import HandshakeError, WireAdapter
+
+__all__ = [
+    "add_commands",
+    "add_run_options",
+    "cmd_serve_reference",
+    "cmd_smoke",
+    "make_adapter",
+    "runner_timeout",
+]
+
+#: Extra time the in-process Runner allows beyond the wire limit, so the wire limit (which
+#: kills and restarts the child) is always the one that fires.
+_RUNNER_MARGIN = 30.0
+
+
+def _add_wire_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--request-timeout",
+        type=float,
+        metavar="SECONDS",
+        help="with --impl-cmd: time limit for one answer; the child is killed and restarted "
+        "past it (default: --timeout)",
+    )
+    parser.add_argument(
+        "--strict-protocol",
+        action="store_true",
+        help="with --impl-cmd: validate every message against the protocol's JSON Schemas",
+    )
+    parser.add_argument(
+        "--max-restarts",
+        type=int,
+        default=3,
+        metavar="N",
+        help="with --impl-cmd: restarts after a crash or hang before the remaining "
+        "scenarios error at once (default 3)",
+    )
+
+
+def add_run_options(run: argparse.ArgumentParser, impl: argparse._MutuallyExclusiveGroup) -> None:
+    """``--impl-cmd`` (exclusive with ``--impl``) and its options, on the ``run`` command."""
+    impl.add_argument(
+        "--impl-cmd",
+        metavar="COMMAND",
+        help="a command that starts an implementation speaking the wire protocol "
+        '(docs/protocol.md), e.g. "node examples/js/seamspec-impl.mjs"',
+    )
+    _add_wire_options(run)
+
+
+def add_commands(sub: Any) -> None:
+    """Register ``serve-reference`` and ``smoke`` on the main command table."""
+    serve = sub.add_parser(
+        "serve-reference",
+        help="serve the reference implementation over the wire protocol on stdin/stdout",
+    )
+    serve.add_argument("--backend", choices=("asyncio", "trio"), default="asyncio")
+    serve.set_defaults(func=cmd_serve_reference)
+    smoke = sub.add_parser(
+        "smoke",
+        help="check a new wire implementation: handshake, one scenario per contract, clean stop",
+    )
+    smoke.add_argument("--impl-cmd", required=True, metavar="COMMAND")
+    smoke.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS")
+    _add_wire_options(smoke)
+    smoke.set_defaults(func=cmd_smoke)
+
+
+def _terminate_on_sigterm() -> None:
+    """Turn SIGTERM into SystemExit, so ``finally`` blocks kill the child's process group."""
+    if threading.current_thread() is threading.main_thread():
+
+        def stop(signum: int, _frame: object) -> None:
+            raise SystemExit(128 + signum)
+
+        signal.signal(signal.SIGTERM, stop)
+
+
+def _wire_adapter(args: argparse.Namespace, *, strict: bool) -> WireAdapter:
+    argv = shlex.split(args.impl_cmd)
+    _terminate_on_sigterm()
+    return WireAdapter(
+        argv,
+        request_timeout=args.request_timeout or args.timeout,
+        max_restarts=args.max_restarts,
+        strict=strict,
+    )
+
+
+def make_adapter(args: argparse.Namespace) -> Adapter:
+    """The adapter ``run`` judges: ``--impl-cmd`` over the wire, else ``--impl`` in process."""
+    if getattr(args, "impl_cmd", None):
+        if getattr(args, "jobs", 1) != 1:
+            raise AdapterLoadError("--jobs is not supported with --impl-cmd yet: run without -j")
+        return _wire_adapter(args, strict=args.strict_protocol)
+    return load_adapter(args.impl)
+
+
+def runner_timeout(args: argparse.Namespace) -> float:
+    """The Runner's own limit: for a wire implementation, a margin above the wire limit."""
+    if getattr(args, "impl_cmd", None):
+        return float(args.request_timeout or args.timeout) + _RUNNER_MARGIN
+    return float(args.timeout)
+
+
+def cmd_serve_reference(args: argparse.Namespace, _console: Console) -> int:
+    """Serve the in-process reference (every contract it declares) on stdin/stdout."""
+    from seamspec.conformance._reference import reference_adapter, trio_adapter
+    from seamspec.conformance._wire_server import protect_stdout, serve
+
+    out = protect_stdout()
+    adapter = trio_adapter() if args.backend == "trio" else reference_adapter(args.backend)
+    try:
+        return serve(adapter, sys.stdin.buffer, out)
+    except KeyboardInterrupt:
+        return 130
+    finally:
+        adapter.close()
+
+
+def _trivial(scenarios: list[Scenario], contract: str, features: tuple[str, ...]) -> Scenario:
+    """The simplest scenario of ``contract`` the implementation can run: fewest steps."""
+    mine = [s for s in scenarios if s.contract == contract]
+    usable = [s for s in mine if set(s.requires) <= set(features)] or mine
+    return min(usable, key=lambda s: (len(s.requires), len(s.when), len(str(s.given)), s.id))
+
+
+def cmd_smoke(args: argparse.Namespace, console: Console) -> int:
+    """Say exactly what is wrong with a new implementation, one check at a time."""
+    problems = 0
+
+    def report(ok: bool, what: str, detail: str = "") -> None:
+        nonlocal problems
+        problems += not ok
+        mark = "[green]ok  [/]" if ok else "[red]FAIL[/]"
+        console.print(f"{mark} {what}", highlight=False)
+        for line in detail.splitlines():
+            console.print(f"       {line}", highlight=False, markup=False)
+
+    adapter = _wire_adapter(args, strict=True)
+    try:
+        try:
+            info = adapter.info()
+        except HandshakeError as error:
+            report(False, "handshake", str(error))
+            return 1
+        report(
+            True,
+            f"handshake: {info.name} {info.version} ({info.language}); contracts: "
+            f"{', '.join(info.contracts) or 'none'}; features: {', '.join(info.features) or 'none'}",
+        )
+        unknown = [c for c in info.contracts if c not in CONTRACTS]
+        if unknown:
+            report(False, f"unknown contract(s) {unknown}; this kit knows {list(CONTRACTS)}")
+        scenarios = load_scenarios()
+        known = [c for c in info.contracts if c in CONTRACTS]
+        if not known:
+            report(False, "the implementation declares no contract this kit can check")
+        for contract in known:
+            if not any(s.contract == contract for s in scenarios):
+                report(True, f"{contract}: no scenarios shipped yet")
+                continue
+            scenario = _trivial(scenarios, contract, info.features)
+            result = Runner(adapter, timeout=runner_timeout(args)).run_one(scenario)
+            if result.status == "pass":
+                report(True, f"{contract}: {scenario.id} passed")
+            else:
+                report(
+                    False,
+                    f"{contract}: {scenario.id} {result.status}",
+                    result.detail + f"\n(scenario file: {scenario.source})",
+                )
+    finally:
+        adapter.close()
+    clean = adapter.exit_code == 0
+    report(
+        clean,
+        "stop: exited with code 0"
+        if clean
+        else f"stop: the implementation did not exit with code 0 within the grace period after "
+        f"the stop message (exit code: {adapter.exit_code}; None means it had to be killed)",
+    )
+    console.print(
+        "smoke: all checks passed" if not problems else f"smoke: {problems} problem(s)",
+        style="green" if not problems else "red",
+    )
+    return 0 if not problems else 1

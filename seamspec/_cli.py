@@ -18,6 +18,7 @@ from seamspec import __version__
 from seamspec.conformance import AdapterLoadError, ScenarioError
 
 from ._cmd_explain import add_explain_parser
+from ._cmd_quality import add_quality_parsers
 from ._cmd_report import add_report_parsers
 from ._cmd_run import add_run_parser
 from ._cmd_suite import add_suite_parsers
@@ -38,6 +39,7 @@ def _parser() -> argparse.ArgumentParser:
     add_suite_parsers(sub)
     add_report_parsers(sub)
     add_explain_parser(sub)
+    add_quality_parsers(sub)
     add_wire_parsers(sub)
     add_journal_parser(sub)
     return parser
@@ -45,7 +47,9 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    console = Console(highlight=False, soft_wrap=True)
+    # CI logs are not terminals: give tables room instead of rich's 80-column default.
+    width = None if sys.stdout.isatty() else 160
+    console = Console(highlight=False, soft_wrap=True, width=width)
     errors = Console(stderr=True, highlight=False)
     try:
         code: int = args.func(args, console)

@@ -39,6 +39,11 @@ def add_suite_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
     )
     rules.add_argument("--contract", choices=CONTRACTS)
     rules.add_argument("--scenarios", action="append", type=Path, metavar="PATH")
+    rules.add_argument(
+        "--coverage",
+        action="store_true",
+        help="exit 1 unless every MUST rule has a scenario citing it and a mutant breaking it",
+    )
     rules.set_defaults(func=cmd_rules)
 
 
@@ -58,6 +63,15 @@ def cmd_validate(args: argparse.Namespace, console: Console) -> int:
 def cmd_rules(args: argparse.Namespace, console: Console) -> int:
     coverage = rule_coverage(load_scenarios(args.scenarios))
     chosen = [r for r in catalogue() if not args.contract or r.contract == args.contract]
+    if args.coverage:
+        from ._cmd_quality import coverage_problems
+
+        problems = coverage_problems(args.contract)
+        for problem in problems:
+            console.print(problem, style="red", highlight=False)
+        must = sum(1 for r in chosen if r.level == "MUST")
+        console.print(f"{must} MUST rule(s) checked; {len(problems)} gap(s)", highlight=False)
+        return 1 if problems else 0
     if args.json:
         rows = [
             {"id": r.id, "contract": r.contract, "level": r.level, "scenarios": coverage[r.id]}

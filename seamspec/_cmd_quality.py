@@ -1,0 +1,85 @@
+"""``seamspec mutants`` and ``seamspec rules --coverage``: proof that the suite catches bugs."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from seamspec.conformance import catalogue, load_scenarios, rule_coverage
+from seamspec.conformance._catalogue import CONTRACTS
+from seamspec.conformance._kill_matrix import MutantOutcome, kill_matrix
+from seamspec.conformance._mutants import all_mutants
+
+__all__ = ["add_quality_parsers", "coverage_problems"]
+
+
+def add_quality_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    mutants = sub.add_parser("mutants", help="run the suite against every broken implementation")
+    mutants.add_argument("--contract", action="append", choices=CONTRACTS)
+    mutants.add_argument(
+        "--report-json", type=Path, metavar="PATH", help="write the kill matrix as JSON"
+    )
+    mutants.add_argument(
+        "-j", "--jobs", type=int, default=1, metavar="N", help="mutants in N processes (0: per CPU)"
+    )
+    mutants.set_defaults(func=cmd_mutants)
+
+
+def coverage_problems(contract: str | None = None) -> list[str]:
+    """Every MUST rule needs a scenario citing it and a mutant that breaks it."""
+    cited = rule_coverage(load_scenarios())
+    broken_by = {m.rule for m in all_mutants().values()}
+    problems = []
+    for rule in catalogue():
+        if rule.level != "MUST" or (contract and rule.contract != contract):
+            continue
+        if not cited.get(rule.id):
+            problems.append(f"{rule.id}: no scenario cites it")
+        if rule.id not in broken_by:
+            problems.append(
+                f"{rule.id}: no mutant breaks it (a rule no broken implementation can fail is a gap)"
+            )
+    return problems
+
+
+def cmd_mutants(args: argparse.Namespace, console: Console) -> int:
+    """Exit 1 if any mutant survives or is caught only by scenarios not citing its rule."""
+    scenarios = load_scenarios()
+    jobs = args.jobs or os.cpu_count() or 1
+
+    def progress(outcome: MutantOutcome) -> None:
+        style = {"killed": "green", "caught-elsewhere": "yellow", "survived": "red"}[
+            outcome.verdict
+        ]
+        console.print(f"[{style}]{outcome.verdict:16}[/] {outcome.name}", highlight=False)
+
+    outcomes = kill_matrix(scenarios, contracts=args.contract, jobs=jobs, on_outcome=progress)
+    table = Table(
+        "mutant", "breaks", "killed by (citing the rule)", "also killed by", title="kill matrix"
+    )
+    for o in outcomes:
+        others = sorted(set(o.killed_by) - set(o.killed_by_citing))
+        table.add_row(
+            o.name,
+            o.rule,
+            "\n".join(o.killed_by_citing) or "[red]none[/]",
+            f"{len(others)} other scenario(s)" if others else "",
+        )
+    console.print(table)
+    if args.report_json:
+        args.report_json.parent.mkdir(parents=True, exist_ok=True)
+        args.report_json.write_text(json.dumps([o.to_json() for o in outcomes], indent=2) + "\n")
+        console.print(f"kill matrix JSON: {args.report_json}", highlight=False)
+    bad = [o for o in outcomes if o.verdict != "killed"]
+    for o in bad:
+        console.print(
+            f"{o.name} ({o.rule}): {o.verdict}; {o.statement}", style="red", highlight=False
+        )
+    killed = len(outcomes) - len(bad)
+    print(f"{killed} killed, {len(bad)} survived", flush=True)
+    return 1 if bad else 0

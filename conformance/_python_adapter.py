@@ -6,15 +6,32 @@ them on the chosen backend, so the same implementation is judged on asyncio and 
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from typing import Any, Protocol
 
 import anyio
 
+if sys.version_info < (3, 11):  # anyio brings the backport on 3.10
+    from exceptiongroup import BaseExceptionGroup
+
 from ._adapter import ImplementationInfo, Trace
 from ._errors import Unsupported
 
 __all__ = ["ContractDriver", "PythonAdapter"]
+
+
+def _sole_error(group: BaseExceptionGroup[BaseException]) -> BaseException:
+    """The one real error inside task-group wrappers, so its message reaches the report.
+
+    A driver's own ``ImplementationError`` raised inside a task group arrives wrapped in
+    an exception group; unwrapped, it says what went wrong instead of "ExceptionGroup".
+    A group of several errors is kept whole: none of them is the story on its own.
+    """
+    error: BaseException = group
+    while isinstance(error, BaseExceptionGroup) and len(error.exceptions) == 1:
+        error = error.exceptions[0]
+    return error
 
 
 class ContractDriver(Protocol):
@@ -69,7 +86,10 @@ class PythonAdapter:
             raise Unsupported(
                 f"{self._info.name} does not implement the {request['contract']} contract"
             )
-        trace: Trace = anyio.run(driver.perform, request, backend=self._backend)
+        try:
+            trace: Trace = anyio.run(driver.perform, request, backend=self._backend)
+        except BaseExceptionGroup as group:
+            raise _sole_error(group) from group
         return trace
 
     def close(self) -> None:

@@ -142,3 +142,4 @@ def bench(session: nox.Session) -> None:
     """
     session.install(".")
     session.run("python", "benchmarks/soo_bench.py", *session.posargs)
+    session.run("python", "benchmarks/dr_bench.py")

@@ -17,6 +17,7 @@ from ._catalogue import (
     rules_markdown,
 )
 from ._coverage import rule_coverage
+from ._dr_driver import DispatchRecorderDriver, DispatchRecorderImplementation
 from ._errors import (
     AdapterLoadError,
     CatalogueError,
@@ -48,6 +49,8 @@ __all__ = [
     "CatalogueError",
     "Contract",
     "ContractDriver",
+    "DispatchRecorderDriver",
+    "DispatchRecorderImplementation",
     "Finding",
     "ImplementationError",
     "ImplementationInfo",

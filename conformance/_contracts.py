@@ -21,14 +21,22 @@ ContractJudge = Callable[
 
 @cache
 def contract_linters() -> dict[str, Linter]:
-    from . import _woc_model
+    from . import _dr_model, _soo_model, _woc_model
 
-    return {"write-observer-chain": _woc_model.lint}
+    return {
+        "write-observer-chain": _woc_model.lint,
+        "shell-output": _soo_model.lint,
+        "dispatch-recorder": _dr_model.lint,
+    }
 
 
 @cache
 def contract_judges() -> dict[str, tuple[ContractJudge, ContractJudge]]:
     """contract -> (oracle over universal rules, judge of the scenario's own ``then``)."""
-    from . import _woc_expect, _woc_oracle
+    from . import _dr_expect, _dr_oracle, _soo_expect, _soo_oracle, _woc_expect, _woc_oracle
 
-    return {"write-observer-chain": (_woc_oracle.check, _woc_expect.check)}
+    return {
+        "write-observer-chain": (_woc_oracle.check, _woc_expect.check),
+        "shell-output": (_soo_oracle.check, _soo_expect.check),
+        "dispatch-recorder": (_dr_oracle.check, _dr_expect.check),
+    }

@@ -52,7 +52,9 @@ class ExpectedFailure:
     issue: str | None = None
 
 
-def load_manifest(path: Path, known_scenarios: Iterable[str] | None = None) -> dict[str, ExpectedFailure]:
+def load_manifest(
+    path: Path, known_scenarios: Iterable[str] | None = None
+) -> dict[str, ExpectedFailure]:
     """Read a manifest; every problem is a :class:`ScenarioError` with file and line.
 
     A scenario ID that no longer exists is an error rather than a silent no-op: a
@@ -62,7 +64,9 @@ def load_manifest(path: Path, known_scenarios: Iterable[str] | None = None) -> d
     try:
         loaded = load_yaml(path.read_text(encoding="utf-8"))
     except OSError as error:
-        raise ScenarioError([Problem(file, None, f"cannot read the manifest: {error.strerror}")]) from None
+        raise ScenarioError(
+            [Problem(file, None, f"cannot read the manifest: {error.strerror}")]
+        ) from None
     except YamlProblem as error:
         raise ScenarioError([Problem(file, error.line, error.message)]) from None
     problems = [
@@ -87,7 +91,8 @@ def load_manifest(path: Path, known_scenarios: Iterable[str] | None = None) -> d
     if problems:
         raise ScenarioError(problems)
     return {
-        sid: ExpectedFailure(sid, entry["reason"], entry.get("issue")) for sid, entry in entries.items()
+        sid: ExpectedFailure(sid, entry["reason"], entry.get("issue"))
+        for sid, entry in entries.items()
     }
 
 

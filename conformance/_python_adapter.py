@@ -6,14 +6,10 @@ them on the chosen backend, so the same implementation is judged on asyncio and 
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Mapping
 from typing import Any, Protocol
 
 import anyio
-
-if sys.version_info < (3, 11):  # anyio brings the backport on 3.10
-    from exceptiongroup import BaseExceptionGroup
 
 from ._adapter import ImplementationInfo, Trace
 from ._errors import Unsupported
@@ -21,17 +17,21 @@ from ._errors import Unsupported
 __all__ = ["ContractDriver", "PythonAdapter"]
 
 
-def _sole_error(group: BaseExceptionGroup[BaseException]) -> BaseException:
+def _sole_error(error: BaseException) -> BaseException:
     """The one real error inside task-group wrappers, so its message reaches the report.
 
     A driver's own ``ImplementationError`` raised inside a task group arrives wrapped in
     an exception group; unwrapped, it says what went wrong instead of "ExceptionGroup".
     A group of several errors is kept whole: none of them is the story on its own.
     """
-    error: BaseException = group
-    while isinstance(error, BaseExceptionGroup) and len(error.exceptions) == 1:
-        error = error.exceptions[0]
+    while _is_group(error) and len(error.exceptions) == 1:  # type: ignore[attr-defined]
+        error = error.exceptions[0]  # type: ignore[attr-defined]
     return error
+
+
+def _is_group(error: BaseException) -> bool:
+    # Duck-typed so that it works on 3.10 (the exceptiongroup backport) and 3.11+ alike.
+    return isinstance(getattr(error, "exceptions", None), tuple) and hasattr(error, "split")
 
 
 class ContractDriver(Protocol):
@@ -88,8 +88,11 @@ class PythonAdapter:
             )
         try:
             trace: Trace = anyio.run(driver.perform, request, backend=self._backend)
-        except BaseExceptionGroup as group:
-            raise _sole_error(group) from group
+        except BaseException as error:
+            sole = _sole_error(error)
+            if sole is error:
+                raise
+            raise sole from error
         return trace
 
     def close(self) -> None:

@@ -10,8 +10,12 @@ from typing import Any
 from seamspec import __version__
 from seamspec.reference import ObserverFailure, WriteObserver, WriteObserverChain, WriteTools
 
+from ._dr_driver import DispatchRecorderDriver
+from ._dr_reference import ReferenceDispatch
 from ._errors import AdapterLoadError
 from ._python_adapter import PythonAdapter
+from ._soo_driver import ShellOutputDriver
+from ._soo_reference import ReferenceShellOutput
 from ._woc_driver import WriteObserverChainDriver
 
 __all__ = ["ReferenceWriteObservers", "asyncio_adapter", "reference_adapter", "trio_adapter"]
@@ -42,7 +46,11 @@ def reference_adapter(backend: str = "asyncio") -> PythonAdapter:
     return PythonAdapter(
         name=f"seamspec-reference-{backend}",
         version=__version__,
-        drivers=[WriteObserverChainDriver(ReferenceWriteObservers())],
+        drivers=[
+            WriteObserverChainDriver(ReferenceWriteObservers()),
+            ShellOutputDriver(ReferenceShellOutput()),
+            DispatchRecorderDriver(ReferenceDispatch()),
+        ],
         backend=backend,
     )
 

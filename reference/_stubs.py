@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import sys
 import time
-from pathlib import Path
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 __all__ = ["STUB_PROGRAMS", "lint_text", "main", "stub_command", "tidy_text"]
 

@@ -29,6 +29,25 @@ def add_quality_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]
     )
     mutants.set_defaults(func=cmd_mutants)
 
+    fuzz = sub.add_parser(
+        "fuzz", help="generated scenarios judged by the oracles (needs hypothesis)"
+    )
+    fuzz.add_argument(
+        "--impl", default="reference", metavar="X", help="implementation to judge (as for run)"
+    )
+    fuzz.add_argument("--contract", action="append", choices=CONTRACTS, help="only this contract")
+    fuzz.add_argument(
+        "--examples", type=int, default=200, metavar="N", help="examples per contract (200)"
+    )
+    fuzz.add_argument("--seed", type=int, metavar="S", help="fix hypothesis's seed to repeat a run")
+    fuzz.add_argument(
+        "--save-failures",
+        type=Path,
+        metavar="DIR",
+        help="write each shrunk failure as a scenario YAML file",
+    )
+    fuzz.set_defaults(func=cmd_fuzz)
+
 
 def coverage_problems(contract: str | None = None) -> list[str]:
     """Every MUST rule needs a scenario citing it and a mutant that breaks it."""
@@ -83,3 +102,47 @@ def cmd_mutants(args: argparse.Namespace, console: Console) -> int:
     killed = len(outcomes) - len(bad)
     print(f"{killed} killed, {len(bad)} survived", flush=True)
     return 1 if bad else 0
+
+
+def cmd_fuzz(args: argparse.Namespace, console: Console) -> int:
+    """Exit 1 when a generated scenario fails (after shrinking), 0 when all pass."""
+    from seamspec.conformance import load_adapter
+    from seamspec.conformance._fuzz import fuzz, save_failure, strategies
+
+    available = strategies()
+    contracts = args.contract or list(available)
+    adapter = load_adapter(args.impl)
+    failed = 0
+    try:
+        info = adapter.info()
+        for contract in contracts:
+            if contract not in available:
+                console.print(f"{contract}: no scenario generator yet; skipped", style="yellow")
+                continue
+            if contract not in info.contracts:
+                console.print(
+                    f"{contract}: {info.name} does not declare it; skipped", style="yellow"
+                )
+                continue
+            console.print(
+                f"{contract}: up to {args.examples} generated scenarios against {info.name}"
+            )
+            failure = fuzz(adapter, contract, examples=args.examples, seed=args.seed)
+            if failure is None:
+                console.print(f"{contract}: every example passed", style="green")
+                continue
+            failed += 1
+            console.print(f"{contract}: FAILED on this shrunk scenario:", style="red")
+            console.print(
+                failure.yaml_text(f"{contract[:3]}-fuzz-found"), markup=False, highlight=False
+            )
+            if args.save_failures:
+                path = save_failure(failure, args.save_failures)
+                console.print(
+                    f"saved as {path}; run it with `seamspec run --scenarios {path}`",
+                    highlight=False,
+                )
+    finally:
+        adapter.close()
+    print(f"{len(contracts) - failed} contract(s) passed, {failed} failed", flush=True)
+    return 1 if failed else 0

@@ -115,7 +115,7 @@ def _wire_adapter(args: argparse.Namespace, *, strict: bool) -> WireAdapter:
 
 def make_adapter(args: argparse.Namespace) -> Adapter:
     """The adapter ``run`` judges: ``--impl-cmd`` over the wire, else ``--impl`` in process."""
-    if getattr(args, "impl_cmd", None):
+    if getattr(args, "impl_cmd", None) is not None:
         if getattr(args, "jobs", 1) != 1:
             raise AdapterLoadError("--jobs is not supported with --impl-cmd yet: run without -j")
         return _wire_adapter(args, strict=args.strict_protocol)
@@ -124,7 +124,7 @@ def make_adapter(args: argparse.Namespace) -> Adapter:
 
 def runner_timeout(args: argparse.Namespace) -> float:
     """The Runner's own limit: for a wire implementation, a margin above the wire limit."""
-    if getattr(args, "impl_cmd", None):
+    if getattr(args, "impl_cmd", None) is not None:
         return float(args.request_timeout or args.timeout) + _RUNNER_MARGIN
     return float(args.timeout)
 

@@ -10,7 +10,11 @@ import pytest
 from seamspec.conformance import catalogue, load_scenarios, rule_coverage, rules_markdown
 
 DOCS = Path(__file__).parents[1] / "docs"
-CONTRACT_PAGES = {"write-observer-chain": DOCS / "contracts" / "write-observer-chain.md"}
+CONTRACT_PAGES = {
+    "write-observer-chain": DOCS / "contracts" / "write-observer-chain.md",
+    "shell-output": DOCS / "contracts" / "shell-output-observer.md",
+    "dispatch-recorder": DOCS / "contracts" / "dispatch-recorder.md",
+}
 
 
 @pytest.mark.parametrize("contract", sorted(CONTRACT_PAGES))

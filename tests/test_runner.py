@@ -13,7 +13,8 @@ from . import fakes
 
 @pytest.fixture(scope="module")
 def scenarios() -> list:  # type: ignore[type-arg]
-    return load_scenarios()
+    # The fakes declare only some contracts: put their scenarios first (``scenarios[:2]``).
+    return sorted(load_scenarios(), key=lambda s: s.contract not in fakes.CONTRACTS)
 
 
 def test_reference_passes_everything(scenarios: list) -> None:  # type: ignore[type-arg]
@@ -56,6 +57,6 @@ def test_unsupported_and_undeclared_are_skips(scenarios: list) -> None:  # type:
 
 
 def test_empty_trace_fails_every_scenario(scenarios: list) -> None:  # type: ignore[type-arg]
-    result = Runner(fakes.Silent()).run(scenarios)
+    result = Runner(fakes.Silent()).run([s for s in scenarios if s.contract in fakes.CONTRACTS])
     assert {r.status for r in result.results} == {"fail"}
     assert result.summary()["failed"] >= 1

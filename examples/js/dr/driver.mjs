@@ -1,0 +1,323 @@
+// Performs one dispatch-recorder scenario with this implementation's executor and turn
+// loop, and records the trace the kit judges (docs/contracts/dispatch-recorder.md, "The
+// trace vocabulary"). The Python kit's conformance/_dr_driver.py is the model, step for
+// step. With `recorder: {journal: true}` the recorder is this implementation's signed
+// journal (dr/journal.mjs), and the driver applies the kit's tampering operations itself.
+
+import crypto from "node:crypto";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+
+import { Cancelled } from "../woc/chain.mjs";
+import { DriverError } from "../woc/driver.mjs";
+import { OK, RecordError, ToolExecutor, pyRepr, runTurn } from "./executor.mjs";
+import { JournalRecorder, tamper, verifyJournal } from "./journal.mjs";
+
+export const WAIT_LIMIT = 10.0;
+export const TURN_LIMIT = 10.0;
+
+class ScriptedFailure extends Error {
+  constructor(message) {
+    super(message);
+    this.name = "ScriptedFailure";
+  }
+}
+
+const turn = () => new Promise((resolve) => setImmediate(resolve));
+const sleep = (seconds) => new Promise((resolve) => setTimeout(resolve, seconds * 1000));
+
+function aborted(signal) {
+  return new Promise((_, reject) => {
+    if (signal.aborted) reject(signal.reason);
+    else signal.addEventListener("abort", () => reject(signal.reason), { once: true });
+  });
+}
+
+const dump = (messages) =>
+  messages.map((m) => ({ role: m.role, content: m.content, tool_call_id: m.toolCallId }));
+
+function behaviourFor(script, index) {
+  if (script == null) return {};
+  if (Array.isArray(script)) return script.length ? script[Math.min(index, script.length - 1)] : {};
+  return script;
+}
+
+const policyFor = (given, callId) => ({ pre: { allow: true }, ...(given.policy?.[callId] ?? {}) });
+
+class Run {
+  constructor(request) {
+    this.given = request.given;
+    this.when = request.when;
+    this.events = [];
+    this.gates = new Map();
+    this.entered = new Map();
+    this.controller = null;
+    this.done = null;
+    this.cancelled = false;
+    this.records = 0;
+    this.commits = 0;
+    this.steps = 0;
+    this.journal = null;
+  }
+
+  emit(type, fields = {}) {
+    this.events.push({ type, ...fields });
+  }
+
+  count(type, fields = {}) {
+    return this.events.filter((e) => e.type === type && Object.entries(fields).every(([k, v]) => e[k] === v))
+      .length;
+  }
+
+  gate(name) {
+    if (!this.gates.has(name)) {
+      let open;
+      const opened = new Promise((resolve) => (open = resolve));
+      this.gates.set(name, { opened, open });
+    }
+    return this.gates.get(name);
+  }
+
+  // -- the scripted participants: provider, tools, policy, approver ----------------
+  participants() {
+    const run = this;
+    const given = this.given;
+    return {
+      async nextStep(messages, { signal }) {
+        const index = run.steps++;
+        run.emit("provider_call", { step: index, messages: dump(messages) });
+        await turn();
+        if (signal.aborted) throw signal.reason;
+        const step = given.provider[index];
+        if (step === undefined) return { text: "", toolCalls: [] };
+        const toolCalls = (step.calls ?? []).map((c) => ({ id: c.id, name: c.tool, args: c.args }));
+        return { text: step.final ?? "", toolCalls };
+      },
+      async run(invocation, { signal }) {
+        run.emit("tool_run", {
+          call: invocation.callId, tool: invocation.name, args: invocation.args, context: [...invocation.context],
+        });
+        await turn();
+        if (signal.aborted) throw signal.reason;
+        const spec = given.tools?.[invocation.name] ?? {};
+        if ("raise" in spec) {
+          run.emit("tool_exit", { call: invocation.callId, raised: spec.raise });
+          throw new ScriptedFailure(spec.raise);
+        }
+        const result = spec.returns ?? `${invocation.name} ran with ${invocation.args}`;
+        run.emit("tool_exit", { call: invocation.callId, result });
+        return String(result);
+      },
+      async beforeDispatch(call) {
+        return policyFor(given, call.id).pre;
+      },
+      async afterDispatch(call) {
+        const redacted = policyFor(given, call.id).redact;
+        return redacted == null ? null : String(redacted);
+      },
+      async approve(call) {
+        const approved = Boolean(policyFor(given, call.id).approve ?? false);
+        run.emit("approval", { call: call.id, approved });
+        return approved;
+      },
+    };
+  }
+
+  // -- the scripted recorder -------------------------------------------------------
+  async perform(behaviour, signal) {
+    await turn();
+    if (signal.aborted) throw signal.reason;
+    if ("gate" in behaviour) {
+      this.entered.set(behaviour.gate, Date.now());
+      const opened = this.gate(behaviour.gate).opened;
+      // `late`: deaf to the executor's time limit until released.
+      await (behaviour.late ? opened : Promise.race([opened, aborted(signal)]));
+    }
+    if (behaviour.hang) await aborted(signal);
+    if ("raise" in behaviour) throw new ScriptedFailure(behaviour.raise);
+    if ("error" in behaviour) return new RecordError(behaviour.error);
+    return OK;
+  }
+
+  async traced(what, n, work, fields, signal, afterOk = () => ({})) {
+    this.emit(`${what}_enter`, { n, ...fields });
+    let outcome;
+    try {
+      outcome = await work();
+    } catch (error) {
+      if (signal.aborted) this.emit(`${what}_exit`, { n, outcome: "cancelled" });
+      else this.emit(`${what}_exit`, { n, outcome: "raised", error: pyRepr(error) });
+      throw error;
+    }
+    if (outcome instanceof RecordError) this.emit(`${what}_exit`, { n, outcome: "error", reason: outcome.reason });
+    else this.emit(`${what}_exit`, { n, outcome: "ok", ...afterOk() });
+    return outcome;
+  }
+
+  recorder() {
+    const script = this.given.recorder;
+    if (script == null) return null;
+    if (script.journal) return this.journalRecorder();
+    const recorder = {
+      record: (mutation, { signal }) => {
+        const n = this.records++;
+        const fields = { call: mutation.tool_call_id, tool: mutation.tool_name, kind: mutation.kind, payload: mutation };
+        const behaviour = behaviourFor(script.record, n);
+        return this.traced("record", n, () => this.perform(behaviour, signal), fields, signal);
+      },
+    };
+    if (!script.commit_default) {
+      recorder.commitAcceptedStep = (messages, { signal }) => {
+        const n = this.commits++;
+        const behaviour = behaviourFor(script.commit, n);
+        return this.traced("commit", n, () => this.perform(behaviour, signal), { messages: dump(messages) }, signal);
+      };
+    }
+    return recorder;
+  }
+
+  journalRecorder() {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "seamspec-dr-"));
+    const { privateKey, publicKey } = crypto.generateKeyPairSync("ed25519");
+    const file = path.join(dir, "dispatch.journal");
+    let durable = 0;
+    const fsync = (fd) => {
+      fs.fsyncSync(fd);
+      durable = fs.fstatSync(fd).size;
+      this.emit("journal_fsync", { durable_bytes: durable });
+    };
+    const inner = new JournalRecorder(file, privateKey, { fsync });
+    this.journal = { dir, file, publicKey, inner };
+    const durableEntries = () => ({
+      durable_entries: fs.readFileSync(file).subarray(0, durable).filter((b) => b === 0x0a).length,
+    });
+    return {
+      record: (mutation, { signal }) => {
+        const n = this.records++;
+        const fields = { call: mutation.tool_call_id, tool: mutation.tool_name, kind: mutation.kind, payload: mutation };
+        return this.traced("record", n, () => inner.record(mutation), fields, signal, durableEntries);
+      },
+    };
+  }
+
+  verify(body) {
+    const expectedEntries = body?.anchored ? this.count("record_exit", { outcome: "ok" }) : null;
+    const found = verifyJournal(this.journal.file, this.journal.publicKey, { expectedEntries });
+    this.emit("journal_verify", {
+      ok: found.ok, bad_index: found.badIndex, reason: found.reason, torn_tail: found.tornTail,
+      entries: found.entries.length, mutations: found.entries.map((e) => e.mutation),
+    });
+  }
+
+  // -- the turn and the steps --------------------------------------------------------
+  async turn(recorder) {
+    const parts = this.participants();
+    const controller = new AbortController();
+    this.controller = controller;
+    this.emit("turn_start");
+    const timer = setTimeout(() => controller.abort(new Cancelled("kit time limit")), TURN_LIMIT * 1000);
+    try {
+      const executor = new ToolExecutor(parts, parts, recorder, {
+        approver: (call) => parts.approve(call),
+        recordTimeLimit: this.given.record_time_limit ?? 10.0,
+      });
+      const messages = await runTurn(String(this.given.prompt ?? "go"), parts, executor, {
+        commitTimeLimit: this.given.commit_time_limit ?? 10.0,
+        signal: controller.signal,
+      });
+      this.emit("turn_end", { outcome: "completed", messages: dump(messages) });
+    } catch (error) {
+      if (controller.signal.aborted) {
+        if (!this.cancelled) this.emit("kit_timeout", { seconds: TURN_LIMIT });
+        this.emit("turn_end", { outcome: "cancelled" });
+      } else {
+        this.emit("turn_end", { outcome: "error", error: String(error?.message ?? error) });
+      }
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  async settle() {
+    let seen = -1;
+    let stable = 0;
+    while (stable < 3) {
+      await turn();
+      stable = this.events.length === seen ? stable + 1 : 0;
+      seen = this.events.length;
+    }
+  }
+
+  async wait(index, what, ready) {
+    const deadline = Date.now() + WAIT_LIMIT * 1000;
+    while (!ready()) {
+      if (Date.now() > deadline) throw new DriverError(`step ${index}: ${what} did not happen within ${WAIT_LIMIT} s`);
+      await sleep(0.001);
+    }
+    await this.settle();
+  }
+
+  async waitDone() {
+    if (this.done === null) return;
+    let timer;
+    await Promise.race([this.done, new Promise((resolve) => (timer = setTimeout(resolve, (WAIT_LIMIT + TURN_LIMIT) * 1000)))]);
+    clearTimeout(timer);
+  }
+
+  async step(index, step, recorder) {
+    const verb = Object.keys(step).find((key) => key !== "note");
+    const body = step[verb];
+    if (verb === "turn") await this.turn(recorder);
+    else if (verb === "start_turn") this.done = this.turn(recorder);
+    else if (verb === "wait_record" || verb === "wait_commit") {
+      const kind = verb.slice("wait_".length);
+      const wanted = body?.count ?? 1;
+      await this.wait(index, `${wanted} ${kind} call(s)`, () => this.count(`${kind}_enter`) >= wanted);
+    } else if (verb === "release") {
+      this.emit("gate_released", { gate: body });
+      this.gate(body).open();
+      await this.settle();
+    } else if (verb === "release_late") {
+      await this.wait(index, `a call blocked on gate ${body}`, () => this.entered.has(body));
+      const limit = Number(this.given.record_time_limit ?? 0);
+      // Not a sleep for ordering: the gate must open only once the limit has passed.
+      await sleep(Math.max(0, this.entered.get(body) / 1000 + limit - Date.now() / 1000) + 0.02);
+      this.emit("gate_released", { gate: body, after_limit: limit });
+      this.gate(body).open();
+      await this.settle();
+    } else if (verb === "cancel") {
+      this.emit("cancel_requested");
+      this.cancelled = true;
+      this.controller.abort(new Cancelled("cancelled by the caller"));
+    } else if (verb === "join") {
+      await this.waitDone();
+    } else if (verb === "verify_journal") {
+      this.verify(body);
+    } else if (verb === "tamper_journal") {
+      tamper(this.journal.file, body);
+      this.emit("journal_tampered", { op: body });
+    } else {
+      throw new DriverError(`step ${index}: '${verb}' is not supported by this implementation`);
+    }
+  }
+
+  async run() {
+    const recorder = this.recorder();
+    try {
+      for (const [index, step] of this.when.entries()) await this.step(index, step, recorder);
+      await this.waitDone();
+    } finally {
+      if (this.journal) {
+        this.journal.inner.close();
+        fs.rmSync(this.journal.dir, { recursive: true, force: true });
+      }
+    }
+    return this.events;
+  }
+}
+
+/** Perform one dispatch-recorder scenario request and return its trace. */
+export function perform(request) {
+  return new Run(request).run();
+}

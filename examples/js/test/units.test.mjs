@@ -1,0 +1,77 @@
+// Unit tests of the pieces the conformance suite reaches only indirectly.
+// Run with: node --test examples/js/test/
+import assert from "node:assert/strict";
+import test from "node:test";
+
+import { Cancelled, WriteObserverChain } from "../woc/chain.mjs";
+import { fnmatchcase } from "../woc/tools.mjs";
+import { pyRepr } from "../dr/executor.mjs";
+
+test("fnmatchcase follows Python's fnmatch", () => {
+  assert.ok(fnmatchcase("secrets/token.txt", "secrets/*"));
+  assert.ok(fnmatchcase("a/b.lock", "*.lock")); // `*` crosses `/`, as in Python
+  assert.ok(fnmatchcase("x1", "x[0-9]"));
+  assert.ok(!fnmatchcase("x1", "x[!0-9]"));
+  assert.ok(!fnmatchcase("Poetry.lock", "poetry.lock")); // case-sensitive
+  assert.ok(fnmatchcase("a.b", "a.b"));
+  assert.ok(!fnmatchcase("axb", "a.b")); // `.` is literal
+});
+
+test("pyRepr quotes like Python's repr", () => {
+  assert.equal(pyRepr(Object.assign(new Error("disk full"), { name: "ScriptedFailure" })), "ScriptedFailure('disk full')");
+  assert.equal(pyRepr(Object.assign(new Error("it's"), { name: "E" })), `E("it's")`);
+});
+
+test("the chain joins non-empty annotations with a blank line, in order", async () => {
+  const say = (text) => ({ beforeWrite: async () => {}, afterWrite: async () => text });
+  const chain = new WriteObserverChain([say("a"), say(""), say(null), say(" "), say("b")]);
+  assert.equal(await chain.afterWrite("/x"), "a\n\n \n\nb");
+  assert.equal(await new WriteObserverChain([say("")]).afterWrite("/x"), null);
+});
+
+test("the chain contains failures but not cancellation", async () => {
+  const warnings = [];
+  const failing = { name: "f", beforeWrite: async () => {}, afterWrite: async () => { throw new Error("no"); } };
+  const fine = { afterWrite: async () => "ok", beforeWrite: async () => {} };
+  const chain = new WriteObserverChain([failing, fine], { onFailure: (_o, m) => warnings.push(m) });
+  assert.equal(await chain.afterWrite("/x"), "ok");
+  assert.equal(await chain.afterWrite("/x"), "ok");
+  assert.equal(warnings.length, 1); // once per observer
+
+  const controller = new AbortController();
+  const blocked = {
+    beforeWrite: async () => {},
+    afterWrite: ({}, { signal }) => new Promise((_, reject) => signal.addEventListener("abort", () => reject(signal.reason))),
+  };
+  let laterRan = false;
+  const later = { beforeWrite: async () => {}, afterWrite: async () => { laterRan = true; return "late"; } };
+  const pending = new WriteObserverChain([blocked, later]).afterWrite("/x", { signal: controller.signal });
+  controller.abort(new Cancelled());
+  await assert.rejects(pending, Cancelled);
+  assert.equal(laterRan, false);
+});
+
+test("the journal's signature catches an edit of the last entry (the chain cannot)", async () => {
+  const { JournalRecorder, verifyJournal } = await import("../dr/journal.mjs");
+  const crypto = await import("node:crypto");
+  const fs = await import("node:fs");
+  const os = await import("node:os");
+  const path = await import("node:path");
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "seamspec-js-test-"));
+  try {
+    const file = path.join(dir, "j");
+    const { privateKey, publicKey } = crypto.generateKeyPairSync("ed25519");
+    const journal = new JournalRecorder(file, privateKey);
+    await journal.record({ kind: "context_injection", context: "first" });
+    await journal.record({ kind: "context_injection", context: "second" });
+    journal.close();
+    assert.equal(verifyJournal(file, publicKey).ok, true);
+    fs.writeFileSync(file, fs.readFileSync(file, "utf8").replace('"second"', '"sekond"'));
+    const found = verifyJournal(file, publicKey);
+    assert.equal(found.ok, false);
+    assert.equal(found.badIndex, 1);
+    assert.equal(found.reason, "bad signature");
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});

@@ -1,0 +1,89 @@
+"""Meta-tests: the shipped dispatch-recorder scenarios must catch every DR mutant.
+
+Each mutant in :mod:`seamspec.conformance._dr_mutants` breaks one DR rule; the suite must
+give it a ``fail`` (not an ``error``) from a scenario that cites that rule, on asyncio and
+on trio. The control (the reference) must pass every DR scenario, so that a mutant is
+never "caught" for a reason that has nothing to do with its bug.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from functools import cache
+
+import pytest
+
+from seamspec.conformance import Runner, ScenarioResult, catalogue, load_adapter, load_scenarios
+from seamspec.conformance._dr_mutants import MUTANTS, mutant_adapter
+from seamspec.conformance._mutants import all_mutants
+from seamspec.conformance._reference import reference_adapter
+
+CONTRACT = "dispatch-recorder"
+BACKENDS = ("asyncio", "trio")
+PARALLEL_RUNS = 6
+
+
+@cache
+def _all_results(backend: str) -> dict[str, list[ScenarioResult]]:
+    """The reference runs every DR scenario; each mutant only those citing its rule."""
+    scenarios = [s for s in load_scenarios() if s.contract == CONTRACT]
+    runners = {"reference": Runner(reference_adapter(backend), timeout=30.0)}
+    runners.update({name: Runner(mutant_adapter(name, backend), timeout=30.0) for name in MUTANTS})
+    jobs = [
+        (name, scenario)
+        for name in runners
+        for scenario in scenarios
+        if name not in MUTANTS or MUTANTS[name].rule in scenario.rules
+    ]
+    with ThreadPoolExecutor(PARALLEL_RUNS) as pool:
+        done = list(pool.map(lambda job: runners[job[0]].run_one(job[1]), jobs))
+    results: dict[str, list[ScenarioResult]] = {name: [] for name in runners}
+    for (name, _), result in zip(jobs, done, strict=True):
+        results[name].append(result)
+    return results
+
+
+def _describe(result: ScenarioResult) -> str:
+    detail = result.detail.replace("\n", "\n      ")
+    return f"  {result.status:5} {result.scenario.id} {list(result.scenario.rules)}\n      {detail}"
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_reference_passes_every_dr_scenario(backend: str) -> None:
+    results = _all_results(backend)["reference"]
+    assert len(results) >= 30, "the DR suite must have at least 30 scenarios"
+    bad = [r for r in results if r.status != "pass"]
+    assert not bad, "the reference must pass the whole DR suite:\n" + "\n".join(map(_describe, bad))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("name", list(MUTANTS))
+def test_suite_catches_dr_mutant(name: str, backend: str) -> None:
+    mutant = MUTANTS[name]
+    citing = _all_results(backend)[name]
+    assert citing, f"no scenario cites {mutant.rule}, so nothing can catch {name}"
+    caught_by = [r for r in citing if r.status == "fail"]
+    assert caught_by, (
+        f"{name} ({mutant.statement}) broke {mutant.rule}, yet no scenario citing it failed "
+        "(errors do not count):\n" + "\n".join(map(_describe, citing))
+    )
+    oracle_rules = {f.rule or "" for r in caught_by for f in r.findings if f.source == "oracle"}
+    assert mutant.rule in oracle_rules, (
+        f"{name} was caught only by `then`, never by the oracle under {mutant.rule}: "
+        f"the oracle named {sorted(oracle_rules)}"
+    )
+
+
+def test_every_dr_must_rule_has_a_mutant() -> None:
+    rules = {r.id for r in catalogue() if r.contract == CONTRACT and r.level == "MUST"}
+    mutated = {mutant.rule for mutant in MUTANTS.values()}
+    assert mutated <= rules, f"mutants name unknown rules: {sorted(mutated - rules)}"
+    assert rules <= mutated, f"MUST rules with no mutant: {sorted(rules - mutated)}"
+
+
+def test_dr_mutants_are_registered_and_load_as_adapters() -> None:
+    assert set(MUTANTS) <= set(all_mutants())
+    adapter = load_adapter("mutant:dr-apply-before-record")
+    info = adapter.info()
+    assert info.details["breaks"] == "DR-RECORD-FIRST"
+    assert CONTRACT in info.contracts

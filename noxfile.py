@@ -21,7 +21,7 @@ PYTHON = "3.11"
 def tests(session: nox.Session) -> None:
     """The kit's own tests (reference, loader, oracles, CLI, plugin, mutants)."""
     session.install("-e", ".[test]")
-    session.run("pytest", *session.posargs)
+    session.run("pytest", "-n", "2", *session.posargs)
 
 
 @nox.session(python=PYTHON)
@@ -131,7 +131,7 @@ def typecheck(session: nox.Session) -> None:
     session.install(".[typecheck]", "nox")
     with session.chdir(session.create_tmp()):
         session.run("mypy", "-p", "seamspec")
-    session.run("mypy", "tests", "noxfile.py", "docs/examples")
+    session.run("mypy", "tests", "noxfile.py", "docs/examples", "benchmarks")
 
 
 @nox.session(python=PYTHON)

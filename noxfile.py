@@ -11,7 +11,7 @@ from pathlib import Path
 
 import nox
 
-nox.options.sessions = ["lint", "typecheck", "conformance", "mutants", "browser", "tests"]
+nox.options.sessions = ["lint", "typecheck", "conformance", "mutants", "fuzz", "browser", "tests"]
 nox.options.error_on_missing_interpreters = True
 
 PYTHON = "3.11"
@@ -81,6 +81,17 @@ def mutants(session: nox.Session) -> None:
     session.install(".[trio]")
     session.run("seamspec", "rules", "--coverage")
     session.run("seamspec", "mutants", "-j", "2", "--report-json", "reports/kill-matrix.json")
+
+
+@nox.session(python=PYTHON)
+def fuzz(session: nox.Session) -> None:
+    """Generated scenarios against the reference, bounded and seeded so CI is repeatable.
+
+    Pass ``-- --examples 10000`` (and no seed) for the long documented runs.
+    """
+    session.install(".[trio,fuzz]")
+    args = session.posargs or ["--examples", "100", "--seed", "20261130"]
+    session.run("seamspec", "fuzz", *args)
 
 
 @nox.session(python=PYTHON)

@@ -28,12 +28,25 @@ class FuzzUnavailable(SeamspecError, ImportError):
 
 def strategies() -> dict[str, Any]:
     try:
+        from ._dr_strategies import dr_scenarios
+        from ._soo_strategies import soo_scenarios
         from ._woc_strategies import woc_scenarios
     except ImportError as error:  # hypothesis is an optional extra
         raise FuzzUnavailable(
             f"seamspec fuzz needs hypothesis ({error}); pip install 'seamspec[fuzz]'"
         ) from None
-    return {"write-observer-chain": woc_scenarios()}
+    return {
+        "write-observer-chain": woc_scenarios(),
+        "shell-output": soo_scenarios(),
+        "dispatch-recorder": dr_scenarios(),
+    }
+
+
+class _PlainDumper(yaml.SafeDumper):
+    """No anchors or aliases: a saved scenario should read like a hand-written one."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
 
 
 @dataclass
@@ -45,7 +58,9 @@ class FuzzFailure:
     def yaml_text(self, scenario_id: str) -> str:
         body = {"id": scenario_id, **self.document}
         header = f"# Found by seamspec fuzz and shrunk by hypothesis.\n# {self.detail.splitlines()[0][:200]}\n"
-        return header + yaml.safe_dump(body, sort_keys=False, allow_unicode=True, width=100)
+        return header + yaml.dump(
+            body, Dumper=_PlainDumper, sort_keys=False, allow_unicode=True, width=100
+        )
 
 
 def _scenario(document: dict[str, Any]) -> Scenario:
@@ -56,7 +71,7 @@ def _scenario(document: dict[str, Any]) -> Scenario:
         rules=tuple(document["rules"]),
         level=document["level"],
         tags=tuple(document["tags"]),
-        requires=(),
+        requires=tuple(document.get("requires", ())),
         description=document["description"],
         given=document["given"],
         when=document["when"],
@@ -74,7 +89,7 @@ def fuzz(
     on_example: Callable[[int], None] | None = None,
 ) -> FuzzFailure | None:
     """Run up to ``examples`` generated scenarios; return the shrunk failure, if any."""
-    from hypothesis import HealthCheck, given, settings
+    from hypothesis import HealthCheck, assume, given, settings
     from hypothesis import seed as hypothesis_seed
 
     strategy = strategies().get(contract)
@@ -82,16 +97,19 @@ def fuzz(
         raise Unsupported(f"seamspec fuzz has no scenario generator for {contract} yet")
     last: dict[str, Any] = {}
     count = [0]
+    features = set(adapter.info().features)
 
     @settings(
         max_examples=examples, deadline=None, database=None, suppress_health_check=list(HealthCheck)
     )
     @given(strategy)
     def check(document: dict[str, Any]) -> None:
+        scenario = _scenario(document)
+        # Judge only what the implementation says it supports, exactly as `run` skips.
+        assume(all(feature in features for feature in scenario.requires))
         count[0] += 1
         if on_example:
             on_example(count[0])
-        scenario = _scenario(document)
         try:
             trace = adapter.run(scenario.request())
         except Exception as error:  # a crash is a finding too, and is shrunk like one

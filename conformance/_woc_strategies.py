@@ -65,18 +65,100 @@ def expected_calls(given: dict[str, Any], when: list[dict[str, Any]]) -> list[st
     return calls
 
 
+# Paths a seam scenario writes to, and what a conforming sandbox does with each.
+_ALLOWED = ("a.txt", "new.txt", "sub/b.txt")
+_REFUSED = ("secret/key.txt", "../escape.txt")
+_FAILING = "blocker/x.txt"  # "blocker" is a file, so this write fails after before_write
+_CONTENTS = st.sampled_from(["", "v2\n", "x = 1  \n", "old\nold\n"])
+
+
+@st.composite
+def _seam_steps(draw: st.DrawFn, order: list[str]) -> tuple[list[dict[str, Any]], list[str]]:
+    """Tool steps over a small sandbox, and the hook calls a conforming seam makes."""
+    files = {"a.txt": "old\n", "blocker": "x"}
+    steps: list[dict[str, Any]] = []
+    calls: list[str] = []
+    both = [f"{n}.before_write" for n in order] + [f"{n}.after_write" for n in order]
+    for index in range(1, draw(st.integers(1, 3)) + 1):
+        ident = f"t{index}"
+        kind = draw(st.sampled_from(["write", "write", "edit", "delete"]))
+        if kind == "edit" and files.get("a.txt", "").count("old") == 1:
+            steps.append({"edit": {"id": ident, "path": "a.txt", "old": "old", "new": "new"}})
+            files["a.txt"] = files["a.txt"].replace("old", "new", 1)
+            calls += both
+        elif kind == "delete" and any(p in files for p in _ALLOWED):
+            path = draw(st.sampled_from([p for p in _ALLOWED if p in files]))
+            steps.append({"delete": {"id": ident, "path": path}})
+            del files[path]
+            calls += both
+        else:
+            path = draw(st.sampled_from([*_ALLOWED, *_REFUSED, _FAILING]))
+            content = draw(_CONTENTS)
+            steps.append({"write": {"id": ident, "path": path, "content": content}})
+            if path in _ALLOWED:
+                files[path] = content
+                calls += both
+            elif path == _FAILING:
+                calls += [f"{n}.before_write" for n in order]
+    return steps, calls
+
+
 @st.composite
 def woc_scenarios(draw: st.DrawFn) -> dict[str, Any]:
-    """One scenario document (without ``id``), valid against the scenario schema."""
+    """One scenario document (without ``id``), valid against the scenario schema.
+
+    Three shapes: direct hook calls (optionally one cancelled mid-chain), calls under a
+    per-hook time limit with a hanging observer, and the write tools over a sandbox.
+    """
     observers = draw(_observers(0))
     _name(observers, [0])
+    leaves = flatten(observers)
+    shape = draw(st.sampled_from(["calls"] * 5 + ["seam"] * 4 + ["slow"]))
+    # A time limit applies to each direct observer of a chain; how it meets a nested
+    # chain's own observers is not fixed by the rules, so hangs stay at the top level.
+    top_level = [e for e in observers if "chain" not in e]
+    if shape == "slow" and not top_level:
+        shape = "calls"
+    if shape == "seam":
+        steps, calls = draw(_seam_steps([leaf["name"] for leaf in leaves]))
+        rules = [
+            "WOC-SEAM-DENIED",
+            "WOC-SEAM-PRE",
+            "WOC-SEAM-POST",
+            "WOC-SEAM-FAILED-WRITE",
+            "WOC-SEAM-NO-ERROR",
+        ]
+        return _document(
+            {
+                "observers": observers,
+                "files": {"a.txt": "old\n", "blocker": "x"},
+                "deny": ["secret/*"],
+            },
+            steps,
+            calls,
+            rules,
+            requires=["write-tools"],
+        )
     given: dict[str, Any] = {"observers": observers}
     hooks = draw(st.lists(st.sampled_from(["before_write", "after_write"]), min_size=1, max_size=3))
     when: list[dict[str, Any]] = [
         {"call": {"id": f"c{i}", "hook": hook, "path": "x.py"}}
         for i, hook in enumerate(hooks, start=1)
     ]
-    leaves = flatten(observers)
+    if shape == "slow":
+        # One observer hangs in every hook; the chain's limit must cut it off each time.
+        sleeper = draw(st.sampled_from(top_level))
+        sleeper["before_write"], sleeper["after_write"] = {"hang": True}, {"hang": True}
+        given["hook_time_limit"] = 1.0
+        when = when[:1]  # each hanging call costs the whole limit: one is enough
+        return _document(
+            given,
+            when,
+            expected_calls(given, when),
+            ["WOC-SLOW"],
+            requires=["hook-time-limit"],
+            level="SHOULD",
+        )
     cancel_one: bool = draw(st.booleans())
     if leaves and cancel_one:
         victim = draw(st.sampled_from(leaves))
@@ -95,15 +177,34 @@ def woc_scenarios(draw: st.DrawFn) -> dict[str, Any]:
         rules.append("WOC-NESTED")
     if any("start" in s for s in when):
         rules.append("WOC-CANCEL")
-    return {
+    return _document(given, when, expected_calls(given, when), rules)
+
+
+def _document(
+    given: dict[str, Any],
+    when: list[dict[str, Any]],
+    calls: list[str],
+    rules: list[str],
+    *,
+    requires: list[str] | None = None,
+    level: str = "MUST",
+) -> dict[str, Any]:
+    if any("chain" in e for e in given["observers"]) and "WOC-NESTED" not in rules:
+        rules = [*rules, "WOC-NESTED"]
+    document: dict[str, Any] = {
         "title": "Generated: a random chain judged by the oracle",
         "contract": "write-observer-chain",
         "rules": rules,
-        "level": "MUST",
+        "level": level,
         "tags": ["generated"],
-        "description": "Generated by seamspec fuzz and shrunk by hypothesis. The oracle checks every "
-        "universal rule; `then.calls` pins the hook order a conforming chain shows.",
-        "given": given,
-        "when": when,
-        "then": {"calls": expected_calls(given, when)},
     }
+    if requires:
+        document["requires"] = requires
+    document.update(
+        description="Generated by seamspec fuzz and shrunk by hypothesis. The oracle checks every "
+        "universal rule; `then.calls` pins the hook order a conforming chain shows.",
+        given=given,
+        when=when,
+        then={"calls": calls},
+    )
+    return document

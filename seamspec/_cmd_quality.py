@@ -133,9 +133,12 @@ def cmd_fuzz(args: argparse.Namespace, console: Console) -> int:
                 continue
             failed += 1
             console.print(f"{contract}: FAILED on this shrunk scenario:", style="red")
-            console.print(
-                failure.yaml_text(f"{contract[:3]}-fuzz-found"), markup=False, highlight=False
-            )
+            prefix = {
+                "write-observer-chain": "woc",
+                "shell-output": "soo",
+                "dispatch-recorder": "dr",
+            }[contract]
+            console.print(failure.yaml_text(f"{prefix}-fuzz-found"), markup=False, highlight=False)
             if args.save_failures:
                 path = save_failure(failure, args.save_failures)
                 console.print(

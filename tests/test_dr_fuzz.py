@@ -1,0 +1,51 @@
+"""``seamspec fuzz`` for the dispatch recorder: generated scenarios judged by the oracle.
+
+The reference must pass every generated scenario; representative mutants (an executor
+stage, a fail-open record, the commit barrier) must be caught, and the saved failure must
+be an ordinary scenario that fails the mutant and passes the reference under ``run``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from seamspec.conformance import Adapter, judge, load_adapter, validate_files
+from seamspec.conformance._fuzz import fuzz, save_failure
+
+CONTRACT = "dispatch-recorder"
+
+
+@pytest.fixture
+def reference() -> Iterator[Adapter]:
+    adapter = load_adapter("reference")
+    try:
+        yield adapter
+    finally:
+        adapter.close()
+
+
+def test_reference_passes_generated_scenarios(reference: Adapter) -> None:
+    assert fuzz(reference, CONTRACT, examples=100, seed=1) is None
+
+
+@pytest.mark.parametrize(
+    "name", ["dr-raise-is-ok", "dr-redact-releases-original", "dr-commit-pipelined"]
+)
+def test_mutant_is_caught_and_the_saved_failure_replays(
+    name: str, reference: Adapter, tmp_path: Path
+) -> None:
+    mutant = load_adapter(f"mutant:{name}")
+    try:
+        failure = fuzz(mutant, CONTRACT, examples=300, seed=1)
+        assert failure is not None, f"{name} survived 300 generated scenarios"
+        path = save_failure(failure, tmp_path)
+        scenarios, problems = validate_files([path])
+        assert not problems, problems
+        (scenario,) = scenarios
+        assert judge(scenario, mutant.run(scenario.request()))
+        assert not judge(scenario, reference.run(scenario.request()))
+    finally:
+        mutant.close()

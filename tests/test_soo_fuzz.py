@@ -1,0 +1,48 @@
+"""``seamspec fuzz`` for shell-output: generated session scenarios, judged by the oracle.
+
+The reference must pass every generated scenario; representative mutants must be caught,
+and the shrunk failure, saved as a scenario file, must fail the mutant under
+``seamspec run`` and pass the reference.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from seamspec.conformance import judge, load_adapter
+from seamspec.conformance._fuzz import fuzz, save_failure
+from seamspec.conformance._scenario import validate_files
+from seamspec.conformance._soo_mutants import mutant_adapter
+
+pytest.importorskip("hypothesis")
+
+
+def test_reference_passes_generated_scenarios() -> None:
+    adapter = load_adapter("reference")
+    try:
+        assert fuzz(adapter, "shell-output", examples=100, seed=1) is None
+    finally:
+        adapter.close()
+
+
+@pytest.mark.parametrize("name", ["soo-decoded", "soo-cancel-finishes", "soo-delivers-after-panic"])
+def test_mutant_is_caught_and_the_saved_failure_replays(name: str, tmp_path: Path) -> None:
+    adapter = mutant_adapter(name)
+    try:
+        failure = fuzz(adapter, "shell-output", examples=300, seed=1)
+    finally:
+        adapter.close()
+    assert failure is not None, f"{name} survived 300 generated scenarios"
+    path = save_failure(failure, tmp_path)
+    assert path.name == "soo-fuzz-found-1.yaml"
+    scenarios, problems = validate_files([path])
+    assert not problems
+    (scenario,) = scenarios
+    for impl, fails in ((mutant_adapter(name), True), (load_adapter("reference"), False)):
+        try:
+            findings = judge(scenario, impl.run(scenario.request()))
+        finally:
+            impl.close()
+        assert bool(findings) is fails, findings

@@ -11,8 +11,14 @@ Only deterministic timing is generated: a record that hangs (``hang``) or answer
 (``gate`` + ``late``, released by ``release_late``, on the turn's first record only) past
 a small ``record_time_limit``, and a cancellation while the turn's first record waits on a
 gate that never opens. Commits return OK, an error, or raise; none hangs (a loop with no
-commit time limit would cost the kit's 10 s turn limit per example). The signed journal
-is left out: generation stays in memory and fast.
+commit time limit would cost the kit's 10 s turn limit per example).
+
+About one turn in five records through the implementation's signed journal instead
+(``requires: [signed-journal]``): every record is real and returns OK, the commit is the
+protocol default, and after the turn the kit verifies the journal, untouched and/or after
+one tampering (a flipped byte, a deleted, swapped or duplicated entry, a cut tail). The
+derived ``then`` states what each verification must report: OK with every entry, or the
+first bad index (and a torn tail for a cut).
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from ._dr_model import PRE_KINDS, failed
+from ._dr_model import PRE_KINDS, failed, tamper_index
 
 __all__ = ["dr_scenarios"]
 
@@ -38,8 +44,12 @@ RULE_ORDER = (
     "DR-RECORD-FIRST", "DR-ONE-RECORD", "DR-REWRITE", "DR-REWRITE-FAIL", "DR-INJECT",
     "DR-INJECT-FAIL", "DR-REDACT", "DR-REDACT-FAIL", "DR-ABSENT", "DR-NO-MUTATION",
     "DR-RAISE", "DR-HANG", "DR-CANCEL", "DR-BOTH", "DR-COMMIT-BARRIER", "DR-COMMIT-FAIL",
-    "DR-COMMIT-DEFAULT",
+    "DR-COMMIT-DEFAULT", "DR-JOURNAL-DURABLE", "DR-JOURNAL-VERIFY",
 )  # fmt: skip
+#: Tamperings the journal vocabulary offers; ``swap`` needs two entries.
+TAMPER = ("flip_byte", "delete", "swap", "duplicate", "truncate_bytes")
+#: Fewer bytes than any entry's line (a signature alone is 128 hex digits): a cut is torn.
+MAX_CUT = 150
 
 
 def _args(cid: str, **extra: Any) -> str:
@@ -88,7 +98,7 @@ class _Sim:
 
     def __init__(self, draw: st.DrawFn, recorder: str, cancel: bool) -> None:
         self.draw = draw
-        self.recorder = recorder  # "none", "scripted" or "default"
+        self.recorder = recorder  # "none", "scripted", "default" or "journal"
         self.cancel = cancel
         self.record_script: list[dict[str, Any]] = []
         self.commit_script: list[dict[str, Any]] = []
@@ -104,6 +114,9 @@ class _Sim:
         """Make one record; ``None`` if it succeeds, else why it failed (or ``cancel``)."""
         n = len(self.records)
         self.records.append(f"{cid}:{kind}")
+        if self.recorder == "journal":  # the real journal: durable, then OK
+            self.rules.add("DR-JOURNAL-DURABLE")
+            return None
         if self.cancel:
             choice = "never"
         else:
@@ -189,8 +202,47 @@ class _Sim:
                     if "error" in behaviour:
                         self.turn["error_contains"] = behaviour["error"]
                     return
-            elif self.recorder == "default":
+            elif self.recorder in ("default", "journal"):
                 self.rules.add("DR-COMMIT-DEFAULT")
+
+
+@st.composite
+def _tampering(draw: st.DrawFn, entries: int) -> dict[str, Any]:
+    """One tampering of a journal of ``entries`` (at least one) entries."""
+    last = entries - 1
+    kind = draw(st.sampled_from([k for k in TAMPER if k != "swap" or entries > 1]))
+    if kind == "flip_byte":  # the default mask 0x01 never turns a byte into an equivalent one
+        return {kind: {"entry": draw(st.integers(0, last)), "offset": draw(st.integers(0, 300))}}
+    if kind == "swap":
+        first = draw(st.integers(0, last - 1))
+        return {kind: [first, draw(st.integers(first + 1, last))]}
+    if kind == "truncate_bytes":
+        return {kind: draw(st.integers(1, MAX_CUT))}
+    return {kind: draw(st.integers(0, last))}
+
+
+@st.composite
+def _journal_checks(
+    draw: st.DrawFn, entries: int
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The verification steps after the turn, and what each one must report."""
+    when: list[dict[str, Any]] = []
+    then: list[dict[str, Any]] = []
+    mode = draw(st.sampled_from(("verify", "tamper", "verify+tamper"))) if entries else "verify"
+    if mode != "tamper":
+        when.append({"verify_journal": {"anchored": True} if draw(st.booleans()) else {}})
+        then.append({"ok": True, "entries": entries, "bad_index": None})
+    if mode != "verify":
+        op = draw(_tampering(entries))
+        # Only the anchor (the number of OK'd records) reveals a whole last entry deleted.
+        anchored = op.get("delete") == entries - 1 or draw(st.booleans())
+        when.append({"tamper_journal": op})
+        when.append({"verify_journal": {"anchored": True} if anchored else {}})
+        want: dict[str, Any] = {"ok": False, "bad_index": tamper_index(op, entries)}
+        if "truncate_bytes" in op:
+            want.update(torn_tail=True, entries=entries - 1)
+        then.append(want)
+    return when, then
 
 
 @st.composite
@@ -210,7 +262,12 @@ def dr_scenarios(draw: st.DrawFn) -> dict[str, Any]:
                 policy[cid] = entry
         provider.append({"calls": calls})
     provider.append({"final": "done"})
-    recorder_kind = draw(st.sampled_from(("scripted", "scripted", "scripted", "default", "none")))
+    if draw(st.integers(0, 4)) == 4:  # one in five; shrinks towards the scripted kinds
+        recorder_kind = "journal"
+    else:
+        recorder_kind = draw(
+            st.sampled_from(("scripted", "scripted", "scripted", "default", "none"))
+        )
     cancel = recorder_kind == "scripted" and draw(st.integers(0, 5)) == 0
     sim = _Sim(draw, recorder_kind, cancel)
     sim.run(provider, policy)
@@ -220,7 +277,9 @@ def dr_scenarios(draw: st.DrawFn) -> dict[str, Any]:
     if policy:
         given["policy"] = policy
     recorder: dict[str, Any] | None = None
-    if recorder_kind != "none":
+    if recorder_kind == "journal":
+        recorder = {"journal": True}
+    elif recorder_kind != "none":
         recorder = {}
         if sim.record_script:
             if sim.record_script[-1].get("late"):  # "the last one repeats": not the gate
@@ -244,6 +303,11 @@ def dr_scenarios(draw: st.DrawFn) -> dict[str, Any]:
         when = [{"start_turn": "t1"}, {"release_late": "slow"}, {"join": "t1"}]
     else:
         when = [{"turn": "t1"}]
+    journal: list[dict[str, Any]] = []
+    if recorder_kind == "journal":
+        checks, journal = draw(_journal_checks(len(sim.records)))
+        when += checks
+        sim.rules.add("DR-JOURNAL-VERIFY")
     all_ids = [c["id"] for s in provider for c in s.get("calls", [])]
     calls_then = {cid: sim.calls.get(cid, {"ran": False}) for cid in all_ids}
     then: dict[str, Any] = {
@@ -253,12 +317,17 @@ def dr_scenarios(draw: st.DrawFn) -> dict[str, Any]:
         "provider_calls": sim.provider_calls,
         "turn": sim.turn,
     }
+    if journal:
+        then["journal"] = journal
+    head: dict[str, Any] = {"tags": ["generated"]}
+    if recorder_kind == "journal":
+        head = {"tags": ["generated", "journal"], "requires": ["signed-journal"]}
     return {
         "title": "Generated: a random turn judged by the oracle",
         "contract": "dispatch-recorder",
         "rules": [r for r in RULE_ORDER if r in sim.rules] or ["DR-NO-MUTATION"],
         "level": "MUST",
-        "tags": ["generated"],
+        **head,
         "description": "Generated by seamspec fuzz and shrunk by hypothesis. The oracle checks "
         "every universal rule; `then` pins what the rules fix: the records, which tools ran "
         "with which arguments and context, what the model saw, and where the turn stopped.",

@@ -1,8 +1,9 @@
 """``seamspec fuzz`` for the dispatch recorder: generated scenarios judged by the oracle.
 
 The reference must pass every generated scenario; representative mutants (an executor
-stage, a fail-open record, the commit barrier) must be caught, and the saved failure must
-be an ordinary scenario that fails the mutant and passes the reference under ``run``.
+stage, a fail-open record, the commit barrier, the signed journal's fsync and verifier)
+must be caught, and the saved failure must be an ordinary scenario that fails the mutant
+and passes the reference under ``run``.
 """
 
 from __future__ import annotations
@@ -41,6 +42,26 @@ def test_mutant_is_caught_and_the_saved_failure_replays(
     try:
         failure = fuzz(mutant, CONTRACT, examples=300, seed=1)
         assert failure is not None, f"{name} survived 300 generated scenarios"
+        path = save_failure(failure, tmp_path)
+        scenarios, problems = validate_files([path])
+        assert not problems, problems
+        (scenario,) = scenarios
+        assert judge(scenario, mutant.run(scenario.request()))
+        assert not judge(scenario, reference.run(scenario.request()))
+    finally:
+        mutant.close()
+
+
+@pytest.mark.parametrize("name", ["dr-journal-ok-before-fsync", "dr-journal-verify-ignores-chain"])
+def test_journal_mutant_is_caught_by_a_journal_scenario(
+    name: str, reference: Adapter, tmp_path: Path
+) -> None:
+    mutant = load_adapter(f"mutant:{name}")
+    try:
+        failure = fuzz(mutant, CONTRACT, examples=300, seed=1)
+        assert failure is not None, f"{name} survived 300 generated scenarios"
+        assert failure.document["requires"] == ["signed-journal"]
+        assert failure.document["given"]["recorder"] == {"journal": True}
         path = save_failure(failure, tmp_path)
         scenarios, problems = validate_files([path])
         assert not problems, problems

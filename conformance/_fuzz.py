@@ -19,7 +19,7 @@ from ._errors import SeamspecError, Unsupported
 from ._runner import judge
 from ._scenario import Scenario
 
-__all__ = ["FuzzFailure", "fuzz", "strategies"]
+__all__ = ["FuzzFailure", "fuzz", "scenario_from_document", "strategies"]
 
 
 class FuzzUnavailable(SeamspecError, ImportError):
@@ -63,7 +63,7 @@ class FuzzFailure:
         )
 
 
-def _scenario(document: dict[str, Any]) -> Scenario:
+def scenario_from_document(document: dict[str, Any]) -> Scenario:
     return Scenario(
         id="woc-fuzz",
         title=document["title"],
@@ -104,7 +104,7 @@ def fuzz(
     )
     @given(strategy)
     def check(document: dict[str, Any]) -> None:
-        scenario = _scenario(document)
+        scenario = scenario_from_document(document)
         # Judge only what the implementation says it supports, exactly as `run` skips.
         assume(all(feature in features for feature in scenario.requires))
         count[0] += 1

@@ -133,24 +133,17 @@ class _ScriptedObserver:
         )
         if "gate" in behaviour:
             self._run.observer_gate(behaviour["gate"]).wait()
-        if "raise" in behaviour:
-            tracer.emit(
-                "callback_exit",
-                observer=self.name,
-                hook=hook,
-                invocation=invocation,
-                thread=thread,
-                outcome="raised",
-            )
-            raise RuntimeError(behaviour["raise"])
+        raises = "raise" in behaviour
         tracer.emit(
             "callback_exit",
             observer=self.name,
             hook=hook,
             invocation=invocation,
             thread=thread,
-            outcome="returned",
+            outcome="raised" if raises else "returned",
         )
+        if raises:
+            raise RuntimeError(behaviour["raise"])
 
 
 class ShellOutputDriver:

@@ -11,35 +11,17 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 
 from seamspec.conformance import judge, load_adapter
-from seamspec.conformance._fuzz import fuzz
-from seamspec.conformance._scenario import Scenario
+from seamspec.conformance._fuzz import fuzz, scenario_from_document
 from seamspec.conformance._woc_model import flatten
 from seamspec.conformance._woc_strategies import woc_scenarios
 
 REFERENCE = load_adapter("reference")
 
 
-def _scenario(document: dict[str, Any]) -> Scenario:
-    return Scenario(
-        id="woc-generated",
-        title=document["title"],
-        contract=document["contract"],
-        rules=tuple(document["rules"]),
-        level=document["level"],
-        tags=tuple(document["tags"]),
-        requires=tuple(document.get("requires", ())),
-        description=document["description"],
-        given=document["given"],
-        when=document["when"],
-        then=document["then"],
-        source="<hypothesis>",
-    )
-
-
 @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
 @given(woc_scenarios())
 def test_reference_satisfies_the_oracle(document: dict[str, Any]) -> None:
-    scenario = _scenario(document)
+    scenario = scenario_from_document(document)
     assert judge(scenario, REFERENCE.run(scenario.request())) == []
 
 

@@ -11,7 +11,8 @@ from a scenario citing its rule. Mutants are ordinary adapters too::
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+import os
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,6 +35,7 @@ from seamspec.reference import (
     RecorderBase,
     RecordError,
     RecordOutcome,
+    Signer,
     ToolCall,
     ToolExecutor,
     ToolInvocation,
@@ -260,10 +262,28 @@ async def _commit_or_fail(executor: ToolExecutor, accepted: list[Message], mode:
 
 
 class _JournalOkBeforeFsync(JournalRecorder):
-    """Returns OK once the entry is written, leaving the fsync to ``close``."""
+    """Acknowledges each batch once it is written; the real fsync waits for ``close``."""
 
-    async def _durable(self, end: int) -> RecordOutcome:
-        return OK
+    _deferred_fsync: Callable[[int], None] = os.fsync
+
+    @classmethod
+    def open(
+        cls,
+        path: str | os.PathLike[str],
+        signer: Signer,
+        *,
+        fsync: Callable[[int], None] = os.fsync,
+        workers: int | None = None,
+    ) -> JournalRecorder:
+        recorder = super().open(path, signer, fsync=lambda fd: None, workers=workers)
+        assert isinstance(recorder, _JournalOkBeforeFsync)
+        recorder._deferred_fsync = fsync
+        return recorder
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            self._deferred_fsync(self._fd)
+        super().close()
 
 
 def _verify_without_chain(data: bytes, key: Ed25519PublicKey) -> Verification:
@@ -272,14 +292,12 @@ def _verify_without_chain(data: bytes, key: Ed25519PublicKey) -> Verification:
     for index, line in enumerate(data.splitlines(keepends=True)):
         try:
             entry = json.loads(line)
-            key.verify(
-                bytes.fromhex(entry["sig"]),
-                signed_bytes(entry["seq"], entry["prev"], entry["mutation"]),
-            )
+            signed = signed_bytes(entry["seq"], entry["prev"], entry["mutation"])
+            key.verify(bytes.fromhex(entry["sig"]), signed)
         except (ValueError, KeyError, TypeError, InvalidSignature):
             found.bad_index, found.reason = index, "bad entry"
             return found
-        digest = entry_hash(line)
+        digest = entry_hash(signed)
         found.entries.append(JournalEntry(index, entry["prev"], entry["mutation"], digest, 0, 0))
     return found
 

@@ -1,19 +1,21 @@
 """A real dispatch recorder: a signed, hash-chained, fsync'd append-only journal.
 
 ``record`` returns OK only after the mutation's signed entry is on stable storage
-(DR-JOURNAL-DURABLE). Concurrent records share fsyncs (group commit): while one fsync
-runs, later entries are appended, and the next fsync makes all of them durable at once,
-so sixteen concurrent records cost about two fsyncs instead of sixteen.
+(DR-JOURNAL-DURABLE). The work happens in the journal's own threads
+(:mod:`._journal_writer`): they sign on several cores and let concurrent records share
+fsyncs (group commit), while the event loop only chains the entry and waits.
 
-Failure is fail-closed and sticky. If signing fails, nothing is written and only that
-record fails. If a write or an fsync fails, the journal's tail is in doubt, so it refuses
-every later record until it is reopened (reopening re-verifies the file and drops a torn
-tail). The journal may therefore hold entries whose ``record`` did not return OK (written,
-then the fsync failed or the caller was cancelled), never the reverse.
+Failure is fail-closed. If signing fails, nothing is written for that record (nor for
+records chained behind it, which fail too) and later records work again. If a write or an
+fsync fails, the journal's tail is in doubt, so it refuses every later record until it is
+reopened (reopening re-verifies the file and drops a torn tail). The journal may therefore
+hold entries whose ``record`` did not return OK (written, then the fsync failed or the
+caller was cancelled), never the reverse.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import fcntl
 import os
@@ -22,11 +24,12 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import anyio
-import anyio.to_thread
+import anyio.lowlevel
 
 from ._dispatch_model import OK, DispatchMutation, Message, RecordError, RecordOutcome
-from ._journal_format import encode_entry, entry_hash, genesis_hash, scan_journal, signed_bytes
+from ._journal_format import genesis_hash, scan_journal
 from ._journal_keys import Signer
+from ._journal_writer import CallSoon, JournalWriter
 
 __all__ = ["JournalCorrupt", "JournalLocked", "JournalRecorder", "TornTailWarning"]
 
@@ -52,32 +55,14 @@ class JournalRecorder:
     mutations, it does not checkpoint transcripts.
     """
 
-    def __init__(
-        self,
-        path: Path,
-        fd: int,
-        signer: Signer,
-        *,
-        seq: int,
-        prev: str,
-        size: int,
-        fsync: Callable[[int], None],
-        torn_tail: str | None,
-    ) -> None:
+    #: The engine class; a subclass may replace it (the crash test writes in pieces).
+    writer_type: type[JournalWriter] = JournalWriter
+
+    def __init__(self, path: Path, writer: JournalWriter, *, torn_tail: str | None) -> None:
         self.path = path
-        self._fd = fd
-        self._signer = signer
-        self._seq = seq
-        self._prev = prev
-        self._written = self._synced = size
-        self._fsync = fsync
-        self._lock = anyio.Lock()
-        self._syncing: anyio.Event | None = None
-        self._broken: str | None = None
+        self._writer = writer
         #: What :meth:`open` found and dropped, if the file ended in a torn tail.
         self.torn_tail = torn_tail
-        #: How many fsyncs made records durable (the group-commit figure benchmarks use).
-        self.fsyncs = 0
 
     @classmethod
     def open(
@@ -86,12 +71,15 @@ class JournalRecorder:
         signer: Signer,
         *,
         fsync: Callable[[int], None] = os.fsync,
+        workers: int | None = None,
     ) -> JournalRecorder:
         """Open (or create, mode 0600) and verify a journal; take its writer lock.
 
         A torn tail is reported (:class:`TornTailWarning`, and :attr:`torn_tail`) and cut
         off; any other bad entry raises :class:`JournalCorrupt`, since appending to a
-        journal that does not verify would hide the damage.
+        journal that does not verify would hide the damage. ``workers`` is the number of
+        signing and syncing threads (default: one more than the CPUs, at most 4, so that
+        one can wait on an fsync while the others sign).
         """
         path = Path(path)
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600)
@@ -112,93 +100,56 @@ class JournalRecorder:
                 fsync(fd)
             elif not found.ok:
                 raise JournalCorrupt(f"{path}: entry {found.bad_index} {found.reason}")
-            head = found.head or genesis_hash(signer.public_key)
-            recorder = cls(
-                path, fd, signer, seq=len(found.entries), prev=head, size=found.valid_bytes,
-                fsync=fsync, torn_tail=torn,
+            _sync_directory(path)
+            writer = cls.writer_type(
+                fd, signer, seq=len(found.entries),
+                prev=found.head or genesis_hash(signer.public_key), size=found.valid_bytes,
+                fsync=fsync, workers=workers or min(4, (os.cpu_count() or 1) + 1),
             )  # fmt: skip
         except BaseException:
             os.close(fd)
             raise
-        _sync_directory(path)
-        return recorder
+        return cls(path, writer, torn_tail=torn)
 
     @property
     def entries(self) -> int:
         """How many entries the journal holds (durable or about to be)."""
-        return self._seq
+        return self._writer.next_seq
 
     @property
     def head(self) -> str:
         """The last entry's hash: an anchor to keep elsewhere to detect cut-off entries."""
-        return self._prev
+        return self._writer.head
+
+    @property
+    def fsyncs(self) -> int:
+        """How many fsyncs made records durable (the group-commit figure benchmarks use)."""
+        return self._writer.fsyncs
+
+    @property
+    def _fd(self) -> int:
+        return self._writer.fd
 
     async def record(self, mutation: DispatchMutation) -> RecordOutcome:
-        if self._broken is not None:
-            return RecordError(f"the journal refuses records after an I/O error: {self._broken}")
-        async with self._lock:
-            data = mutation.to_json()
-            try:
-                signature = self._signer.sign(signed_bytes(self._seq, self._prev, data))
-                line = encode_entry(self._seq, self._prev, data, signature)
-            except Exception as error:
-                return RecordError(f"signing failed: {error!r}")
-            try:
-                self._write_all(line)
-            except OSError as error:
-                return self._break(f"write failed: {error}")
-            self._seq += 1
-            self._prev = entry_hash(line)
-            self._written += len(line)
-            end = self._written
-        return await self._durable(end)
+        done = anyio.Event()
+        entry = self._writer.submit(mutation.to_json(), _loop_call_soon(), done.set)
+        if entry.error is None:
+            # Cancelled here, the entry still settles in the background; it may then be
+            # in the journal without an OK, which the module docstring allows.
+            await done.wait()
+        else:
+            await anyio.lowlevel.checkpoint()
+        return OK if entry.durable else RecordError(entry.error or "not recorded")
 
     async def commit_accepted_step(self, messages: Sequence[Message]) -> RecordOutcome:
         return OK
 
-    def _write_all(self, line: bytes) -> None:
-        view = memoryview(line)
-        while view:
-            view = view[os.write(self._fd, view) :]
-
-    def _break(self, reason: str) -> RecordError:
-        """After an I/O error the tail is unknown: try to cut it back, refuse from now on."""
-        self._broken = reason
-        with contextlib.suppress(OSError):
-            os.ftruncate(self._fd, self._written)
-        return RecordError(reason)
-
-    async def _durable(self, end: int) -> RecordOutcome:
-        """Wait until byte ``end`` is fsync'd, running the fsync ourselves if nobody is.
-
-        Whoever finds no fsync in flight starts one covering everything written so far;
-        everyone else waits for it and loops (their bytes may need the next one).
-        """
-        while self._synced < end:
-            if self._broken is not None:
-                return RecordError(f"the journal could not be made durable: {self._broken}")
-            if self._syncing is not None:
-                await self._syncing.wait()
-                continue
-            done = self._syncing = anyio.Event()
-            upto = self._written
-            try:
-                await anyio.to_thread.run_sync(self._fsync, self._fd)
-                self._synced = max(self._synced, upto)
-                self.fsyncs += 1
-            except OSError as error:
-                self._broken = f"fsync failed: {error}"
-            finally:
-                self._syncing = None
-                done.set()
-        return OK
-
     def close(self) -> None:
-        if self._fd >= 0:
-            with contextlib.suppress(OSError):
-                self._fsync(self._fd)
-            os.close(self._fd)  # also releases the flock
-            self._fd = -1
+        """Finish what was submitted, stop the workers, release the file and its lock."""
+        if self._writer.fd >= 0:
+            self._writer.close()
+            os.close(self._writer.fd)  # also releases the flock
+            self._writer.fd = -1
 
     async def __aenter__(self) -> JournalRecorder:
         return self
@@ -215,3 +166,19 @@ def _sync_directory(path: Path) -> None:
             os.fsync(fd)
         finally:
             os.close(fd)
+
+
+def _loop_call_soon() -> CallSoon:
+    """A thread-safe, non-blocking way to run a callback on the current event loop.
+
+    anyio only offers a blocking call into the loop (``from_thread.run_sync``), which
+    would hold a journal worker until the loop got round to it; both native loops have
+    the non-blocking one.
+    """
+    native = anyio.lowlevel.current_token().native_token
+    if isinstance(native, asyncio.AbstractEventLoop):
+        return native.call_soon_threadsafe
+    run_sync_soon: CallSoon | None = getattr(native, "run_sync_soon", None)  # trio's TrioToken
+    if run_sync_soon is None:
+        raise RuntimeError(f"JournalRecorder does not know this event loop: {native!r}")
+    return run_sync_soon

@@ -6,9 +6,12 @@ One entry per line (UTF-8 JSON, keys sorted, no spaces, ending in ``\\n``)::
 
 - The signature is Ed25519 over ``DOMAIN + canonical({"mutation","prev","seq","v"})``.
   ``DOMAIN`` keeps these signatures from ever being valid for another purpose.
-- ``prev`` chains the entry to the previous one: the SHA-256 of the previous line's bytes
-  (without its newline). The first entry's ``prev`` is the genesis hash, which binds the
-  journal to its public key.
+- ``prev`` chains the entry to the previous one: the SHA-256 of the previous entry's
+  signed bytes. The first entry's ``prev`` is the genesis hash, which binds the journal to
+  its public key. The chain covers what is signed, not the signature, so entry N+1 can
+  be signed while entry N's signature is still being computed: that is what lets
+  concurrent records sign on several cores (a signature cannot be altered without failing
+  verification, so leaving it out of the chain weakens nothing).
 - A line must be *exactly* the canonical encoding of its fields, so no byte can change
   without changing a signed value, the signature itself, or the chain.
 
@@ -36,23 +39,29 @@ __all__ = [
     "Verification",
     "canonical",
     "encode_entry",
+    "entry_hash",
     "genesis_hash",
     "scan_journal",
     "signed_bytes",
 ]
 
 #: Domain-separation prefix of every signed message (ends in NUL: never a JSON byte).
-DOMAIN = b"seamspec/dispatch-recorder/journal-entry/v1\x00"
-JOURNAL_VERSION = 1
+DOMAIN = b"seamspec/dispatch-recorder/journal-entry/v2\x00"
+JOURNAL_VERSION = 2
 _FIELDS = {"mutation", "prev", "seq", "sig", "v"}
 
 
+_CANONICAL = json.JSONEncoder(
+    sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+)
+
+
 def canonical(value: Any) -> bytes:
-    """Deterministic JSON: sorted keys, no whitespace, UTF-8, no NaN."""
-    text = json.dumps(
-        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
-    )
-    return text.encode("utf-8")
+    """Deterministic JSON: sorted keys, no whitespace, UTF-8, no NaN.
+
+    (``json.dumps`` with these options, through one shared encoder: it runs per record.)
+    """
+    return _CANONICAL.encode(value).encode("utf-8")
 
 
 def genesis_hash(public_key: Ed25519PublicKey) -> str:
@@ -67,21 +76,25 @@ def signed_bytes(seq: int, prev: str, mutation: dict[str, Any]) -> bytes:
     )
 
 
-def encode_entry(seq: int, prev: str, mutation: dict[str, Any], signature: bytes) -> bytes:
-    """The entry's line, newline included."""
-    body = {
-        "mutation": mutation,
-        "prev": prev,
-        "seq": seq,
-        "sig": signature.hex(),
-        "v": JOURNAL_VERSION,
-    }
-    return canonical(body) + b"\n"
+_SIGNED_TAIL = b',"v":%d}' % JOURNAL_VERSION
 
 
-def entry_hash(line: bytes) -> str:
-    """The chain hash of an entry: SHA-256 of its line without the newline."""
-    return hashlib.sha256(line.rstrip(b"\n")).hexdigest()
+def encode_entry(signed: bytes, signature: bytes) -> bytes:
+    """The entry's line, newline included, from its signed bytes and signature.
+
+    Equal to ``canonical`` of the whole entry: sorted keys put ``sig`` between ``seq``
+    and ``v``, so the line is the signed JSON with ``"sig"`` spliced in before ``"v"``
+    (a splice rather than a second ``json.dumps``: this runs once per record).
+    """
+    if not (signed.startswith(DOMAIN) and signed.endswith(_SIGNED_TAIL)):
+        raise ValueError("not the output of signed_bytes()")
+    head = signed[len(DOMAIN) : -len(_SIGNED_TAIL)]
+    return b'%s,"sig":"%s"%s\n' % (head, signature.hex().encode("ascii"), _SIGNED_TAIL)
+
+
+def entry_hash(signed: bytes) -> str:
+    """The chain hash of an entry: SHA-256 of its signed bytes (see the module docstring)."""
+    return hashlib.sha256(signed).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -117,8 +130,10 @@ class Verification:
         return self.entries[-1].hash if self.entries else None
 
 
-def _check_line(line: bytes, index: int, prev: str, key: Ed25519PublicKey) -> dict[str, Any] | str:
-    """The parsed entry, or why it is not a valid entry ``index`` following ``prev``."""
+def _check_line(
+    line: bytes, index: int, prev: str, key: Ed25519PublicKey
+) -> tuple[dict[str, Any], bytes] | str:
+    """The parsed entry and its signed bytes, or why it is not entry ``index`` after ``prev``."""
     try:
         data = json.loads(line.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as error:
@@ -142,10 +157,11 @@ def _check_line(line: bytes, index: int, prev: str, key: Ed25519PublicKey) -> di
         signature = bytes.fromhex(data["sig"])
         if signature.hex() != data["sig"]:  # hex is canonical too: lower case only
             raise ValueError("signature not in canonical hex")
-        key.verify(signature, signed_bytes(index, prev, data["mutation"]))
+        signed = signed_bytes(index, prev, data["mutation"])
+        key.verify(signature, signed)
     except (InvalidSignature, ValueError):
         return "has a signature that does not verify with this public key"
-    return data
+    return data, signed
 
 
 def scan_journal(
@@ -176,9 +192,10 @@ def scan_journal(
         if isinstance(checked, str):
             result.bad_index, result.reason = index, checked
             break
-        prev = entry_hash(line)
+        entry, signed = checked
+        prev = entry_hash(signed)
         result.entries.append(
-            JournalEntry(index, checked["prev"], checked["mutation"], prev, pos, end + 1 - pos)
+            JournalEntry(index, entry["prev"], entry["mutation"], prev, pos, end + 1 - pos)
         )
         pos, index = end + 1, index + 1
         result.valid_bytes = pos

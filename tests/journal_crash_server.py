@@ -18,14 +18,19 @@ import sys
 import anyio
 
 from seamspec.reference import DispatchMutation, JournalRecorder, KeySigner, ResultRedaction
+from seamspec.reference._journal_writer import JournalWriter
+
+
+class ChunkedWriter(JournalWriter):
+    """Writes entries 16 bytes at a time: a kill between writes tears the tail."""
+
+    def _append(self, data: bytes) -> None:
+        for start in range(0, len(data), 16):
+            os.write(self.fd, data[start : start + 16])
 
 
 class ChunkedJournal(JournalRecorder):
-    """Writes entries 16 bytes at a time: a kill between writes tears the tail."""
-
-    def _write_all(self, line: bytes) -> None:
-        for start in range(0, len(line), 16):
-            os.write(self._fd, line[start : start + 16])
+    writer_type = ChunkedWriter
 
 
 def say(text: str) -> None:

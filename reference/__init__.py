@@ -56,6 +56,7 @@ from ._journal_keys import (
     load_private_key,
     load_public_key,
 )
+from ._journal_signer import SignerProcess, SignerUnavailable
 from ._shell_observer import (
     InvocationIds,
     ShellInvocationId,
@@ -136,6 +137,8 @@ __all__ = [
     "ShellResult",
     "ShellRunner",
     "Signer",
+    "SignerProcess",
+    "SignerUnavailable",
     "ToolCall",
     "ToolExecutor",
     "ToolInvocation",

@@ -131,12 +131,12 @@ class JournalRecorder:
         return self._writer.fd
 
     async def record(self, mutation: DispatchMutation) -> RecordOutcome:
-        done = anyio.Event()
-        entry = self._writer.submit(mutation.to_json(), _loop_call_soon(), done.set)
+        # Cancelled while waiting, the entry still settles in the background; it may
+        # then be in the journal without an OK, which the module docstring allows.
+        waiter = _Waiter()
+        entry = self._writer.submit(mutation.to_json(), waiter.call_soon, waiter.wake)
         if entry.error is None:
-            # Cancelled here, the entry still settles in the background; it may then be
-            # in the journal without an OK, which the module docstring allows.
-            await done.wait()
+            await waiter.wait()
         else:
             await anyio.lowlevel.checkpoint()
         return OK if entry.durable else RecordError(entry.error or "not recorded")
@@ -168,17 +168,39 @@ def _sync_directory(path: Path) -> None:
             os.close(fd)
 
 
-def _loop_call_soon() -> CallSoon:
-    """A thread-safe, non-blocking way to run a callback on the current event loop.
+class _Waiter:
+    """Waits on the current event loop for a wake-up sent from a journal worker thread.
 
     anyio only offers a blocking call into the loop (``from_thread.run_sync``), which
-    would hold a journal worker until the loop got round to it; both native loops have
-    the non-blocking one.
+    would hold a journal worker until the loop got round to it, so this uses each loop's
+    own non-blocking one. On asyncio it waits on a bare future (a record's wait is the
+    hottest path of a busy journal, and an ``anyio.Event`` costs more there).
     """
-    native = anyio.lowlevel.current_token().native_token
-    if isinstance(native, asyncio.AbstractEventLoop):
-        return native.call_soon_threadsafe
-    run_sync_soon: CallSoon | None = getattr(native, "run_sync_soon", None)  # trio's TrioToken
-    if run_sync_soon is None:
-        raise RuntimeError(f"JournalRecorder does not know this event loop: {native!r}")
-    return run_sync_soon
+
+    __slots__ = ("_event", "_future", "call_soon", "wake")
+
+    def __init__(self) -> None:
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # not asyncio: anyio's other backend is trio
+            import trio
+
+            self._future = None
+            self._event = anyio.Event()
+            self.call_soon: CallSoon = trio.lowlevel.current_trio_token().run_sync_soon
+            self.wake: Callable[[], object] = self._event.set
+        else:
+            self._future = future = loop.create_future()
+            self.call_soon = loop.call_soon_threadsafe
+
+            def wake() -> None:
+                if not future.done():  # a cancelled waiter's future is done already
+                    future.set_result(None)
+
+            self.wake = wake
+
+    async def wait(self) -> None:
+        if self._future is not None:
+            await self._future
+        else:
+            await self._event.wait()

@@ -45,22 +45,23 @@ class SignerUnavailable(RuntimeError):
 class SignerProcess:
     """Signs in child processes that hold the private key; use as a context manager.
 
-    ``processes`` children (default: the number of CPUs, at most 4) sign in parallel, one
-    request each at a time; the journal's workers take whichever is free. Thread-safe.
+    ``processes`` children sign in parallel, one request each at a time; the journal's
+    workers take whichever is free. One is the default: on a machine with few cores more
+    processes only compete with the harness for them (see docs/benchmarks.md). Thread-safe.
     """
 
     def __init__(
         self,
         private_key: str | os.PathLike[str],
         *,
-        processes: int | None = None,
+        processes: int = 1,
         timeout: float = 10.0,
     ) -> None:
         self.timeout = timeout
         self._idle: queue.SimpleQueue[_SigningChild] = queue.SimpleQueue()
         self._children: list[_SigningChild] = []
         try:
-            for _ in range(processes or min(4, os.cpu_count() or 1)):
+            for _ in range(processes):
                 child = _SigningChild(os.fspath(private_key), timeout)
                 self._children.append(child)
                 self._idle.put(child)
@@ -76,6 +77,11 @@ class SignerProcess:
     @property
     def public_key(self) -> Ed25519PublicKey:
         return self._public_key
+
+    @property
+    def pids(self) -> list[int]:
+        """The signing processes' ids (to watch them, or to test what their death does)."""
+        return [child.pid for child in self._children]
 
     def sign(self, data: bytes) -> bytes:
         return self.sign_many([data])[0]
@@ -119,6 +125,7 @@ class _SigningChild:
                     f"the signing service did not start: {self._failure(frame)}"
                 )
             self.public_bytes = frame[1:]
+            self.pid = self._process.pid
         except BaseException:
             self.close()
             raise
@@ -126,16 +133,19 @@ class _SigningChild:
     def sign_many(self, messages: Sequence[bytes]) -> list[bytes]:
         if self.closed:
             raise SignerUnavailable("the signer is closed")
-        request = [_LEN.pack(len(messages))]
+        parts = [_LEN.pack(len(messages))]
         for message in messages:
-            request += (_LEN.pack(len(message)), message)
+            parts += (_LEN.pack(len(message)), message)
+        body = b"".join(parts)
         stdin = self._process.stdin
         assert stdin is not None
         try:
-            stdin.write(b"".join(request))
+            stdin.write(_LEN.pack(len(body)) + body)
             stdin.flush()
         except OSError as error:  # BrokenPipeError: the service is gone
-            raise SignerUnavailable(f"cannot reach the signing service: {error}") from None
+            raise SignerUnavailable(
+                f"cannot reach the signing service ({error}): {self._failure(b'')}"
+            ) from None
         size = 1 + _SIGNATURE * len(messages)
         frame = self._read(size)
         if frame[:1] == b"K" and len(frame) < size:

@@ -6,8 +6,9 @@ It loads the key (refusing a file that group or others can read), then answers o
 standard streams, in binary frames (big-endian 32-bit lengths):
 
 - on start: ``R`` + the 32-byte raw public key, or ``E`` + length + UTF-8 reason;
-- per request ``count`` + ``count`` x (``length`` + message): ``K`` + ``count`` x 64-byte
-  Ed25519 signatures, or ``E`` + length + reason.
+- per request ``size`` + ``count`` + ``count`` x (``length`` + message), where ``size``
+  counts the bytes after itself (so a request is read in two reads, not two per
+  message): ``K`` + ``count`` x 64-byte Ed25519 signatures, or ``E`` + length + reason.
 
 It holds the private key so the harness process never does, as a control-plane signer
 would, and it signs on its own core without sharing a GIL with the harness. It exits when
@@ -56,6 +57,18 @@ def _load(path: str) -> Ed25519PrivateKey:
     return key
 
 
+def _messages(body: bytes) -> list[bytes]:
+    (count,) = _LEN.unpack_from(body, 0)
+    messages, at = [], 4
+    for _ in range(count):
+        (size,) = _LEN.unpack_from(body, at)
+        messages.append(body[at + 4 : at + 4 + size])
+        at += 4 + size
+    if at != len(body):  # a length pointing past the end, or bytes after the last message
+        raise ValueError(f"the lengths add up to {at} bytes, the request has {len(body)}")
+    return messages
+
+
 def main() -> int:
     out = sys.stdout.buffer
     try:
@@ -68,15 +81,15 @@ def main() -> int:
     out.write(b"R" + raw)
     out.flush()
     while (head := _read_exactly(4)) is not None:
-        (count,) = _LEN.unpack(head)
-        signatures = []
-        for _ in range(count):
-            size = _read_exactly(4)
-            message = _read_exactly(_LEN.unpack(size)[0]) if size else None
-            if message is None:
-                return 1  # the harness went away mid-request
-            signatures.append(key.sign(message))
-        out.write(b"K" + b"".join(signatures))
+        body = _read_exactly(_LEN.unpack(head)[0])
+        if body is None:
+            return 1  # the harness went away mid-request
+        try:
+            signatures = [key.sign(message) for message in _messages(body)]
+        except (struct.error, ValueError) as error:
+            out.write(_error(f"malformed request: {error}"))
+        else:
+            out.write(b"K" + b"".join(signatures))
         out.flush()
     return 0
 

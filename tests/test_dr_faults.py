@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import errno
 import os
+import signal
 import subprocess
 from pathlib import Path
 
@@ -26,11 +27,14 @@ from seamspec.reference import (
     RecordError,
     RecordOk,
     RewriteArgs,
+    SignerProcess,
+    SignerUnavailable,
     ToolCall,
     ToolExecutor,
     ToolInvocation,
     generate_keypair,
     load_private_key,
+    load_public_key,
     scan_journal,
 )
 
@@ -251,3 +255,66 @@ def test_one_writer_at_a_time(tmp_path: Path, signer: KeySigner) -> None:
 def test_journal_file_is_owner_only(tmp_path: Path, signer: KeySigner) -> None:
     JournalRecorder.open(tmp_path / "j", signer).close()
     assert (tmp_path / "j").stat().st_mode & 0o777 == 0o600
+
+
+# --------------------------------------------------------------------------------------
+# The signer in its own process (SignerProcess): started for real, killed and frozen for
+# real.
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_signer_process_signs_a_verifiable_journal(tmp_path: Path, backend: str) -> None:
+    generate_keypair(tmp_path / "k", tmp_path / "k.pub")
+    path = tmp_path / "j"
+    with SignerProcess(tmp_path / "k") as signer:
+
+        async def go() -> tuple[list[object], int]:
+            outcomes: list[object] = []
+            async with JournalRecorder.open(path, signer) as journal:
+
+                async def one(i: int) -> None:
+                    mutation = DispatchMutation(f"c{i}", "shell", InputRewrite("{}", "{}"))
+                    outcomes.append(await journal.record(mutation))
+
+                async with anyio.create_task_group() as group:
+                    for i in range(16):
+                        group.start_soon(one, i)
+                return outcomes, journal.fsyncs
+
+        outcomes, fsyncs = anyio.run(go, backend=backend)
+    assert all(isinstance(o, RecordOk) for o in outcomes)
+    assert fsyncs < 16, "no group commit"
+    found = scan_journal(path.read_bytes(), load_public_key(tmp_path / "k.pub"))
+    assert found.ok
+    assert len(found.entries) == 16
+
+
+@pytest.mark.parametrize("how", ["killed", "frozen"])
+def test_a_signer_process_that_dies_or_hangs_fails_closed(tmp_path: Path, how: str) -> None:
+    generate_keypair(tmp_path / "k", tmp_path / "k.pub")
+    path = tmp_path / "j"
+    signer = SignerProcess(tmp_path / "k", timeout=0.5)
+    try:
+        recorder = JournalRecorder.open(path, signer)
+        os.kill(signer.pids[0], signal.SIGKILL if how == "killed" else signal.SIGSTOP)
+        outcome = _record(recorder, "asyncio")
+        assert isinstance(outcome, RecordError)
+        expected = "exit status -9" if how == "killed" else "did not answer within 0.5 s"
+        assert expected in outcome.reason
+        _assert_fails_closed(recorder, "asyncio")
+        recorder.close()
+        assert path.read_bytes() == b"", "nothing may be written without a signature"
+    finally:
+        signer.close()
+
+
+def test_a_signer_process_refuses_a_readable_or_bogus_key(tmp_path: Path) -> None:
+    generate_keypair(tmp_path / "k", tmp_path / "k.pub")
+    (tmp_path / "k").chmod(0o640)
+    with pytest.raises(SignerUnavailable, match="chmod 600"):
+        SignerProcess(tmp_path / "k")
+    bogus = tmp_path / "bogus"
+    bogus.write_text("not a key\n")
+    bogus.chmod(0o600)
+    with pytest.raises(SignerUnavailable, match="cannot load the private key"):
+        SignerProcess(bogus)

@@ -44,6 +44,8 @@ EXPECTED_REFERENCE = {
     "RewriteArgs",
     "ScriptedProvider",
     "Signer",
+    "SignerProcess",
+    "SignerUnavailable",
     "ToolCall",
     "ToolExecutor",
     "ToolInvocation",

@@ -113,3 +113,31 @@ def test_the_docs_by_hand_verification_works(
     (tmp_path / "dispatch.journal").write_bytes(lines[0] + lines[2] + lines[1])
     with pytest.raises(AssertionError):
         exec(compile(snippet, str(page), "exec"), {})
+
+
+def test_the_docs_signer_process_snippet_works(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The SignerProcess example in the journal's Keys paragraph runs as written."""
+    import textwrap
+
+    from seamspec import reference
+
+    page = Path(__file__).parents[1] / "docs" / "contracts" / "dispatch-recorder.md"
+    blocks = [
+        b.split("```", 1)[0] for b in page.read_text(encoding="utf-8").split("```python\n")[1:]
+    ]
+    snippet = next(b for b in blocks if "SignerProcess(" in b)
+    generate_keypair(tmp_path / "j.key", tmp_path / "j.pub")
+    monkeypatch.chdir(tmp_path)
+    source = "async def example(mutation):\n" + textwrap.indent(snippet, "    ")
+    source += "    return outcome\n"
+    scope: dict[str, object] = dict(vars(reference))
+    exec(compile(source, str(page), "exec"), scope)
+    outcome = anyio.run(scope["example"], _mutation(0))  # type: ignore[arg-type]
+    assert isinstance(outcome, RecordOk)
+    found = scan_journal(
+        (tmp_path / "dispatch.journal").read_bytes(), reference.load_public_key("j.pub")
+    )
+    assert found.ok
+    assert len(found.entries) == 1

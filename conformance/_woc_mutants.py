@@ -21,6 +21,7 @@ Seam mutants subclass the reference :class:`WriteTools` the same way.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -64,12 +65,16 @@ class SteppedChain(WriteObserverChain):
     contained_errors: tuple[type[BaseException], ...] = (Exception,)
 
     async def after_write(self, path: Path) -> str | None:
-        return self._join(await self._run_hook("after_write", path))
+        return self._join(await self._run_hook("after_write", path, math.inf))
 
-    async def _run_hook(self, hook: Hook, path: Path) -> list[str]:
+    async def _joined(self, hook: Hook, path: Path, inherited_limit: float) -> str | None:
+        return self._join(await self._run_hook(hook, path, inherited_limit))
+
+    async def _run_hook(self, hook: Hook, path: Path, inherited_limit: float) -> list[str]:
+        limit = inherited_limit if self._hook_time_limit is None else self._hook_time_limit
         annotations: list[str] = []
         for observer in self._schedule(hook):
-            annotation = await self._contained(observer, hook, path)
+            annotation = await self._contained(observer, hook, path, limit)
             if hook == "after_write" and self._keeps(annotation):
                 annotations.append(annotation)
             if self._stops_after(annotation):
@@ -80,18 +85,32 @@ class SteppedChain(WriteObserverChain):
         """Which observers this hook calls, in call order: all of them, in list order."""
         return self.observers
 
-    async def _contained(self, observer: WriteObserver, hook: Hook, path: Path) -> str | None:
-        """One observer's hook under the time limit; a failure is reported and gives None."""
-        with anyio.move_on_after(self._hook_time_limit):
+    async def _contained(
+        self, observer: WriteObserver, hook: Hook, path: Path, limit: float
+    ) -> str | None:
+        """One observer's hook; a failure is reported and gives None.
+
+        A leaf runs under ``limit``; a nested chain is not timed as a whole but handed
+        ``limit`` for its own observers (WOC-SLOW).
+        """
+        with anyio.move_on_after(self._timed_by(observer, limit)):
             try:
-                return await self._invoke(observer, hook, path)
+                return await self._invoke(observer, hook, path, limit)
             except self.contained_errors as error:
                 self._report(ObserverFailure(observer, hook, error, timed_out=False))
                 return None
         self._report(ObserverFailure(observer, hook, None, timed_out=True))
         return None
 
-    async def _invoke(self, observer: WriteObserver, hook: Hook, path: Path) -> str | None:
+    def _timed_by(self, observer: WriteObserver, limit: float) -> float:
+        """The time limit this chain puts around ``observer``: none for a nested chain."""
+        return math.inf if _is_chain(observer) else limit
+
+    async def _invoke(
+        self, observer: WriteObserver, hook: Hook, path: Path, limit: float
+    ) -> str | None:
+        if isinstance(observer, WriteObserverChain):
+            return await observer._joined(hook, path, limit)
         if hook == "before_write":
             await observer.before_write(path)
             return None
@@ -150,12 +169,13 @@ class _AfterTwice(SteppedChain):
 class _Concurrent(SteppedChain):
     """Starts every observer's hook at once in a task group, to "save time"."""
 
-    async def _run_hook(self, hook: Hook, path: Path) -> list[str]:
+    async def _run_hook(self, hook: Hook, path: Path, inherited_limit: float) -> list[str]:
+        limit = inherited_limit if self._hook_time_limit is None else self._hook_time_limit
         observers = self._schedule(hook)
         results: list[str | None] = [None] * len(observers)
 
         async def run(index: int, observer: WriteObserver) -> None:
-            results[index] = await self._contained(observer, hook, path)
+            results[index] = await self._contained(observer, hook, path, limit)
 
         async with anyio.create_task_group() as group:
             for index, observer in enumerate(observers):
@@ -265,10 +285,26 @@ class _NoTimeLimit(SteppedChain):
 class _NestedNewline(SteppedChain):
     """Flattens a nested chain's ``after_write`` itself, joining its parts with ``"\\n"``."""
 
-    async def _invoke(self, observer: WriteObserver, hook: Hook, path: Path) -> str | None:
+    async def _invoke(
+        self, observer: WriteObserver, hook: Hook, path: Path, limit: float
+    ) -> str | None:
         if hook == "after_write" and isinstance(observer, WriteObserverChain):
-            return "\n".join(await observer._run_hook(hook, path)) or None
-        return await super()._invoke(observer, hook, path)
+            return "\n".join(await observer._run_hook(hook, path, limit)) or None
+        return await super()._invoke(observer, hook, path, limit)
+
+
+class _NestedTimedWhole(SteppedChain):
+    """Times a nested chain as one observer: one hung observer in it cuts off the rest."""
+
+    def _timed_by(self, observer: WriteObserver, limit: float) -> float:
+        return limit
+
+    async def _invoke(
+        self, observer: WriteObserver, hook: Hook, path: Path, limit: float
+    ) -> str | None:
+        if isinstance(observer, WriteObserverChain):  # a nested chain keeps only its own limit
+            return await observer._joined(hook, path, math.inf)
+        return await super()._invoke(observer, hook, path, limit)
 
 
 class _NestedLast(SteppedChain):
@@ -525,6 +561,9 @@ _ALL = (
            _CancelSwallowed),
     _chain("woc-no-time-limit", "WOC-SLOW",
            "ignores hook_time_limit, so a hung hook hangs the call", _NoTimeLimit),
+    _chain("woc-nested-chain-timed-whole", "WOC-SLOW",
+           "times a nested chain as one observer, so a hung observer in it cuts off the rest",
+           _NestedTimedWhole),
     _chain("woc-nested-newline", "WOC-NESTED",
            'joins a nested chain\'s annotations with "\\n"', _NestedNewline),
     _chain("woc-nested-last", "WOC-NESTED",

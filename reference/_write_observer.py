@@ -8,6 +8,7 @@ chain (as opposed to the write path that calls it) is decided in :func:`_run_hoo
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 import warnings
 from collections.abc import Awaitable, Callable, Sequence
@@ -89,7 +90,10 @@ class WriteObserverChain:
         observers: run in this order for *both* hooks (not reversed for ``after_write``:
             diagnostics must read what the formatters left).
         hook_time_limit: seconds one hook may take; past it the hook is cancelled and
-            counts as a failure (WOC-SLOW). ``None`` means no limit.
+            counts as a failure (WOC-SLOW). ``None`` means no limit of its own: nested in
+            a chain that has one, this chain's observers run under the outer limit. The
+            limit is per leaf observer, never per nested chain as a whole, so the observer
+            that hangs is the one cut off and named, and the rest still run (WOC-NESTED).
         on_failure: called once per failing observer for the chain's lifetime
             (WOC-FAIL-WARN). Defaults to emitting :class:`ObserverFailureWarning`.
     """
@@ -106,7 +110,7 @@ class WriteObserverChain:
                 f"hook_time_limit must be positive seconds or None, got {hook_time_limit!r}"
             )
         self._observers = tuple(observers)
-        self._hook_time_limit = math.inf if hook_time_limit is None else hook_time_limit
+        self._hook_time_limit = hook_time_limit
         self._on_failure = on_failure or _default_warning_sink
         self._warned: set[int] = set()
 
@@ -118,13 +122,16 @@ class WriteObserverChain:
         return f"{type(self).__name__}({list(self._observers)!r})"
 
     async def before_write(self, path: Path) -> None:
-        await self._run_hook("before_write", path)
+        await self._run_hook("before_write", path, math.inf)
 
     async def after_write(self, path: Path) -> str | None:
-        annotations = await self._run_hook("after_write", path)
+        return await self._joined("after_write", path, math.inf)
+
+    async def _joined(self, hook: Hook, path: Path, inherited_limit: float) -> str | None:
+        annotations = await self._run_hook(hook, path, inherited_limit)
         return ANNOTATION_SEPARATOR.join(annotations) if annotations else None
 
-    async def _run_hook(self, hook: Hook, path: Path) -> list[str]:
+    async def _run_hook(self, hook: Hook, path: Path, inherited_limit: float) -> list[str]:
         """Call ``hook`` on every observer, one after another, and collect annotations.
 
         - Order is list order for both hooks; each hook is awaited before the next starts.
@@ -133,12 +140,22 @@ class WriteObserverChain:
         - Cancellation of the caller is *not* a failure: it is a ``BaseException`` and
           propagates from the ``await`` at once, so later observers never start.
         - Empty strings and ``None`` add nothing; any other string is kept verbatim.
+        - The time limit (this chain's own, else the one inherited from the chain this one
+          is nested in) bounds each leaf observer's hook. A nested chain is not timed as a
+          whole: it is handed the limit and applies it to its own observers.
         """
+        time_limit = inherited_limit if self._hook_time_limit is None else self._hook_time_limit
         annotations: list[str] = []
         for observer in self._observers:
-            call: Callable[[Path], Awaitable[str | None]] = getattr(observer, hook)
+            call: Callable[[Path], Awaitable[str | None]]
+            if isinstance(observer, WriteObserverChain):
+                call = functools.partial(observer._joined, hook, inherited_limit=time_limit)
+                leaf_limit = math.inf
+            else:
+                call = getattr(observer, hook)
+                leaf_limit = time_limit
             result: str | None = None
-            with anyio.move_on_after(self._hook_time_limit) as limit:
+            with anyio.move_on_after(leaf_limit) as limit:
                 try:
                     result = await call(path)
                 except Exception as error:

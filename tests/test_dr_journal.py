@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -132,9 +133,9 @@ def test_the_docs_signer_process_snippet_works(
     monkeypatch.chdir(tmp_path)
     source = "async def example(mutation):\n" + textwrap.indent(snippet, "    ")
     source += "    return outcome\n"
-    scope: dict[str, object] = dict(vars(reference))
+    scope: dict[str, Any] = dict(vars(reference))
     exec(compile(source, str(page), "exec"), scope)
-    outcome = anyio.run(scope["example"], _mutation(0))  # type: ignore[arg-type]
+    outcome: object = anyio.run(scope["example"], _mutation(0))
     assert isinstance(outcome, RecordOk)
     found = scan_journal(
         (tmp_path / "dispatch.journal").read_bytes(), reference.load_public_key("j.pub")

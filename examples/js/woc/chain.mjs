@@ -58,7 +58,9 @@ export class WriteObserverChain {
   /**
    * @param observers run in this order for both hooks (after_write is NOT reversed:
    *   diagnostics must read what the formatters left).
-   * @param hookTimeLimit seconds one hook may take, or null for no limit.
+   * @param hookTimeLimit seconds one hook may take, or null for no limit of its own
+   *   (nested in a chain that has one, its observers then run under that one). The
+   *   limit bounds each leaf observer, never a nested chain as a whole (WOC-SLOW).
    * @param onFailure (observer, message) => void, called once per failing observer.
    */
   constructor(observers, { hookTimeLimit = null, onFailure = defaultOnFailure } = {}) {
@@ -69,32 +71,40 @@ export class WriteObserverChain {
   }
 
   async beforeWrite(path, { signal } = {}) {
-    await this.#runHook("beforeWrite", path, signal);
+    await this.#runHook("beforeWrite", path, signal, null);
   }
 
   async afterWrite(path, { signal } = {}) {
-    const annotations = await this.#runHook("afterWrite", path, signal);
+    return this.#joined("afterWrite", path, signal, null);
+  }
+
+  async #joined(hook, path, signal, inheritedLimit) {
+    const annotations = await this.#runHook(hook, path, signal, inheritedLimit);
     return annotations.length ? annotations.join(ANNOTATION_SEPARATOR) : null;
   }
 
-  async #runHook(hook, path, signal) {
+  async #runHook(hook, path, signal, inheritedLimit) {
+    const limit = this.hookTimeLimit ?? inheritedLimit;
     const annotations = [];
     for (const observer of this.observers) {
+      // A nested chain is handed the limit for its own observers, not timed as a whole.
+      const nested = observer instanceof WriteObserverChain;
       // The caller went away: stop before starting anyone else (WOC-CANCEL).
       if (signal?.aborted) throw signal.reason;
       const local = new AbortController();
       const forward = () => local.abort(signal.reason);
       signal?.addEventListener("abort", forward, { once: true });
       let timer = null;
-      if (this.hookTimeLimit != null) {
-        timer = setTimeout(
-          () => local.abort(new HookTimeout(this.hookTimeLimit)),
-          this.hookTimeLimit * 1000,
-        );
+      if (limit != null && !nested) {
+        timer = setTimeout(() => local.abort(new HookTimeout(limit)), limit * 1000);
       }
       let result;
       try {
-        const call = Promise.resolve(observer[hook](path, { signal: local.signal }));
+        const call = Promise.resolve(
+          nested
+            ? observer.#joined(hook, path, local.signal, limit)
+            : observer[hook](path, { signal: local.signal }),
+        );
         call.catch(() => {});
         result = await Promise.race([call, abandonAfterGrace(call, local.signal)]);
       } catch (error) {

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import fnmatch
+import multiprocessing.util
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -18,7 +19,6 @@ from seamspec.conformance import (
     RunResult,
     Scenario,
     ScenarioResult,
-    load_adapter,
     load_scenarios,
     summary_line,
     to_json_report,
@@ -28,8 +28,8 @@ from seamspec.conformance import (
 from seamspec.conformance._catalogue import CONTRACTS
 from seamspec.conformance._manifest import ExpectedFailure, load_manifest, manifest_text
 
+from ._wire_cli import AdapterSpec, adapter_from_spec, adapter_spec, make_adapter, runner_timeout
 from ._wire_cli import add_run_options as add_wire_run_options
-from ._wire_cli import make_adapter, runner_timeout
 
 __all__ = ["add_run_parser", "cmd_run"]
 
@@ -168,10 +168,14 @@ _WORKER: Runner | None = None
 
 
 def _init_worker(
-    impl: str, timeout: float, expected: dict[str, ExpectedFailure], strict: bool
+    spec: AdapterSpec, timeout: float, expected: dict[str, ExpectedFailure], strict: bool
 ) -> None:
     global _WORKER  # noqa: PLW0603 - one runner per worker process, by design
-    _WORKER = Runner(load_adapter(impl), timeout=timeout, expected_failures=expected, strict=strict)
+    adapter = adapter_from_spec(spec)
+    # Pool workers leave through multiprocessing's exit path, which runs these finalizers
+    # (not atexit): the adapter's child implementation, if any, is stopped and reaped.
+    multiprocessing.util.Finalize(adapter, adapter.close, exitpriority=10)
+    _WORKER = Runner(adapter, timeout=timeout, expected_failures=expected, strict=strict)
 
 
 def _run_in_worker(scenario: Scenario) -> ScenarioResult:
@@ -198,7 +202,7 @@ def _run_parallel(
     with ProcessPoolExecutor(
         max_workers=jobs,
         initializer=_init_worker,
-        initargs=(args.impl, args.timeout, expected, args.strict),
+        initargs=(adapter_spec(args), runner_timeout(args), expected, args.strict),
     ) as pool:
         futures = [pool.submit(_run_in_worker, s) for s in chosen]
         for future in as_completed(futures):

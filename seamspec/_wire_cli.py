@@ -17,7 +17,6 @@ from rich.console import Console
 
 from seamspec.conformance import (
     Adapter,
-    AdapterLoadError,
     Runner,
     Scenario,
     load_adapter,
@@ -27,6 +26,9 @@ from seamspec.conformance._catalogue import CONTRACTS
 from seamspec.conformance._wire import HandshakeError, WireAdapter
 
 __all__ = [
+    "AdapterSpec",
+    "adapter_from_spec",
+    "adapter_spec",
     "add_commands",
     "add_run_options",
     "cmd_serve_reference",
@@ -102,24 +104,40 @@ def _terminate_on_sigterm() -> None:
         signal.signal(signal.SIGTERM, stop)
 
 
-def _wire_adapter(args: argparse.Namespace, *, strict: bool) -> WireAdapter:
-    argv = shlex.split(args.impl_cmd)
-    _terminate_on_sigterm()
-    return WireAdapter(
-        argv,
-        request_timeout=args.request_timeout or args.timeout,
-        max_restarts=args.max_restarts,
-        strict=strict,
-    )
+def _argv(command: str) -> list[str]:
+    return shlex.split(command)
 
 
 def make_adapter(args: argparse.Namespace) -> Adapter:
     """The adapter ``run`` judges: ``--impl-cmd`` over the wire, else ``--impl`` in process."""
+    return adapter_from_spec(adapter_spec(args))
+
+
+#: What a worker process needs to build its own adapter (picklable, unlike an adapter):
+#: ``("impl", name)`` or ``("cmd", argv, request_timeout, max_restarts, strict)``.
+AdapterSpec = tuple[Any, ...]
+
+
+def adapter_spec(args: argparse.Namespace) -> AdapterSpec:
+    """How to build the adapter ``args`` ask for, in this process or in a worker."""
     if getattr(args, "impl_cmd", None) is not None:
-        if getattr(args, "jobs", 1) != 1:
-            raise AdapterLoadError("--jobs is not supported with --impl-cmd yet: run without -j")
-        return _wire_adapter(args, strict=args.strict_protocol)
-    return load_adapter(args.impl)
+        return (
+            "cmd", _argv(args.impl_cmd), args.request_timeout or args.timeout,
+            args.max_restarts, args.strict_protocol,
+        )  # fmt: skip
+    return ("impl", args.impl)
+
+
+def adapter_from_spec(spec: AdapterSpec) -> Adapter:
+    """Build an adapter from :func:`adapter_spec`; with ``-j``, each worker builds its own
+    (for ``--impl-cmd``, its own child implementation)."""
+    if spec[0] == "cmd":
+        _, argv, request_timeout, max_restarts, strict = spec
+        _terminate_on_sigterm()
+        return WireAdapter(
+            argv, request_timeout=request_timeout, max_restarts=max_restarts, strict=strict
+        )
+    return load_adapter(spec[1])
 
 
 def runner_timeout(args: argparse.Namespace) -> float:
@@ -163,7 +181,9 @@ def cmd_smoke(args: argparse.Namespace, console: Console) -> int:
         for line in detail.splitlines():
             console.print(f"       {line}", highlight=False, markup=False)
 
-    adapter = _wire_adapter(args, strict=True)
+    adapter = adapter_from_spec(
+        ("cmd", _argv(args.impl_cmd), args.request_timeout or args.timeout, args.max_restarts, True)
+    )
     try:
         try:
             info = adapter.info()

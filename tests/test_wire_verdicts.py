@@ -12,6 +12,7 @@ import json
 import shutil
 import subprocess
 import sys
+import uuid
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -210,7 +211,6 @@ def test_smoke_says_what_is_wrong(mode: str, needle: str) -> None:
     ("extra", "needle"),
     [
         (["--impl-cmd", "", "-q"], "--impl-cmd is empty"),
-        (["--impl-cmd", "node x.mjs", "-j", "2"], "--jobs is not supported with --impl-cmd"),
     ],
 )
 def test_wire_usage_errors(
@@ -218,3 +218,34 @@ def test_wire_usage_errors(
 ) -> None:
     assert main(["run", *extra]) == 2
     assert needle in " ".join(capsys.readouterr().err.split())
+
+
+def test_parallel_run_over_the_wire_matches_and_leaves_no_child(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``-j 2 --impl-cmd``: each worker starts its own implementation; the verdicts are
+    those of a serial run, and every child is gone once the run returns."""
+    # A marker in the children's environment tells them apart from serve-reference
+    # processes that other tests (in other xdist workers) may be running right now.
+    marker = f"SEAMSPEC_TEST_MARKER={uuid.uuid4().hex}"
+    command = " ".join(["env", marker, *SERVE])
+    reports = [tmp_path / "serial.json", tmp_path / "parallel.json"]
+    common = ["run", "-q", "--contract", "write-observer-chain", "--impl-cmd", command]
+    assert main([*common, "--report-json", str(reports[0])]) == 0
+    assert main([*common, "-j", "2", "--report-json", str(reports[1])]) == 0
+    capsys.readouterr()
+    statuses = [
+        sorted((r["scenario"], r["status"]) for r in json.loads(p.read_text())["results"])
+        for p in reports
+    ]
+    assert statuses[0] == statuses[1]
+    assert len(statuses[0]) > 0
+    leftovers = [pid for pid in Path("/proc").iterdir() if pid.name.isdigit() and _has(pid, marker)]
+    assert not leftovers, f"children left behind: {leftovers}"
+
+
+def _has(pid: Path, marker: str) -> bool:
+    try:
+        return marker.encode() in (pid / "environ").read_bytes().split(b"\0")
+    except OSError:
+        return False

@@ -132,12 +132,17 @@ def adapter_from_spec(spec: AdapterSpec) -> Adapter:
     """Build an adapter from :func:`adapter_spec`; with ``-j``, each worker builds its own
     (for ``--impl-cmd``, its own child implementation)."""
     if spec[0] == "cmd":
-        _, argv, request_timeout, max_restarts, strict = spec
-        _terminate_on_sigterm()
-        return WireAdapter(
-            argv, request_timeout=request_timeout, max_restarts=max_restarts, strict=strict
-        )
+        return _wire_adapter(*spec[1:])
     return load_adapter(spec[1])
+
+
+def _wire_adapter(
+    argv: list[str], request_timeout: float, max_restarts: int, strict: bool
+) -> WireAdapter:
+    _terminate_on_sigterm()
+    return WireAdapter(
+        argv, request_timeout=request_timeout, max_restarts=max_restarts, strict=strict
+    )
 
 
 def runner_timeout(args: argparse.Namespace) -> float:
@@ -181,8 +186,8 @@ def cmd_smoke(args: argparse.Namespace, console: Console) -> int:
         for line in detail.splitlines():
             console.print(f"       {line}", highlight=False, markup=False)
 
-    adapter = adapter_from_spec(
-        ("cmd", _argv(args.impl_cmd), args.request_timeout or args.timeout, args.max_restarts, True)
+    adapter = _wire_adapter(
+        _argv(args.impl_cmd), args.request_timeout or args.timeout, args.max_restarts, True
     )
     try:
         try:

@@ -1,12 +1,13 @@
 """pytest plugin: every scenario becomes one pytest item, named by its scenario ID.
 
-Collection is off unless ``--seamspec-impl`` (or ``--seamspec``) is given, so installing
-seamspec never changes an unrelated test run. Because scenarios are ordinary items,
+Collection is off unless ``--seamspec-impl``, ``--seamspec-impl-cmd`` (or ``--seamspec``)
+is given, so installing seamspec never changes an unrelated test run. Because scenarios are ordinary items,
 ``-k``, ``--junitxml`` and pytest-xdist's ``-n`` work unchanged.
 """
 
 from __future__ import annotations
 
+import shlex
 import warnings
 from pathlib import Path
 from typing import Any
@@ -18,10 +19,13 @@ from ._catalogue import CONTRACTS
 from ._errors import AdapterLoadError, ScenarioError
 from ._runner import Runner
 from ._scenario import Scenario, load_scenarios
+from ._wire import WireAdapter
 
 __all__ = ["ScenarioItem", "SeamspecSuite"]
 
 _RUNNER_KEY = pytest.StashKey[Runner]()
+#: Extra time the Runner allows beyond the wire limit, as ``seamspec run --impl-cmd`` does.
+_WIRE_MARGIN = 30.0
 
 
 class ScenarioFailed(AssertionError):
@@ -44,6 +48,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "(implies --seamspec; default reference)",
     )
     group.addoption(
+        "--seamspec-impl-cmd",
+        metavar="COMMAND",
+        help="judge the implementation this command starts, over the wire protocol "
+        '(docs/protocol.md), e.g. "node impl.mjs"; implies --seamspec. With -n, each '
+        "xdist worker starts its own copy",
+    )
+    group.addoption(
         "--seamspec-scenarios",
         action="append",
         type=Path,
@@ -63,7 +74,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def _enabled(config: pytest.Config) -> bool:
-    return bool(config.getoption("seamspec") or config.getoption("seamspec_impl"))
+    return bool(
+        config.getoption("seamspec")
+        or config.getoption("seamspec_impl")
+        or config.getoption("seamspec_impl_cmd") is not None
+    )
 
 
 class SeamspecSuite(pytest.Collector):
@@ -119,12 +134,20 @@ class ScenarioItem(pytest.Item):
 def _runner(config: pytest.Config) -> Runner:
     runner = config.stash.get(_RUNNER_KEY, None)
     if runner is None:
-        spec = config.getoption("seamspec_impl") or "reference"
+        timeout = config.getoption("seamspec_timeout")
+        command = config.getoption("seamspec_impl_cmd")
+        if command is not None and config.getoption("seamspec_impl"):
+            raise pytest.UsageError("give --seamspec-impl or --seamspec-impl-cmd, not both")
         try:
-            adapter: Adapter = load_adapter(spec)
+            if command is not None:
+                adapter: Adapter = WireAdapter(shlex.split(command), request_timeout=timeout)
+                # The wire limit (which kills and restarts the child) must fire first.
+                timeout += _WIRE_MARGIN
+            else:
+                adapter = load_adapter(config.getoption("seamspec_impl") or "reference")
+            runner = Runner(adapter, timeout=timeout)
         except AdapterLoadError as error:
             raise pytest.UsageError(str(error)) from None
-        runner = Runner(adapter, timeout=config.getoption("seamspec_timeout"))
         config.stash[_RUNNER_KEY] = runner
     return runner
 

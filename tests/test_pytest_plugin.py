@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 
 pytest_plugins = ["pytester"]
@@ -64,3 +66,27 @@ def test_xdist(pytester: pytest.Pytester) -> None:
     outcomes = result.parseoutcomes()
     assert outcomes.get("passed", 0) > 2
     assert "failed" not in outcomes
+
+
+def test_impl_cmd_judges_over_the_wire(pytester: pytest.Pytester) -> None:
+    command = f"{sys.executable} -m seamspec serve-reference"
+    result = pytester.runpytest("--seamspec-impl-cmd", command, "-k", "join")
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("passed", 0) > 2
+    assert "failed" not in outcomes
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["--seamspec-impl-cmd", f"{sys.executable} -c pass"], "*exited*"),
+        (["--seamspec-impl-cmd", ""], "*--impl-cmd is empty*"),
+        (["--seamspec-impl-cmd", "x", "--seamspec-impl", "reference"], "*not both*"),
+    ],
+)
+def test_bad_impl_cmd_is_a_usage_error(
+    pytester: pytest.Pytester, args: list[str], needle: str
+) -> None:
+    result = pytester.runpytest(*args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([needle])

@@ -29,6 +29,7 @@ import os
 import statistics
 import subprocess
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -99,6 +100,36 @@ def journal(path: Path, signer: Signer, records: int, concurrency: int) -> tuple
     return anyio.run(run)
 
 
+def signature_cost(signer: KeySigner, busy_neighbour: bool, count: int = 2000) -> float:
+    """Microseconds per Ed25519 signature in a thread, alone or next to a thread that
+    runs pure Python (as a busy event loop does): the GIL contention in-process signing
+    meets."""
+    stop = threading.Event()
+
+    def busy() -> None:
+        while not stop.is_set():
+            sum(range(100))
+
+    neighbour = threading.Thread(target=busy)
+    if busy_neighbour:
+        neighbour.start()
+    elapsed: list[float] = []
+
+    def sign() -> None:
+        start = time.perf_counter()
+        for _ in range(count):
+            signer.sign(b"x" * 300)
+        elapsed.append(time.perf_counter() - start)
+
+    signing = threading.Thread(target=sign)
+    signing.start()
+    signing.join()
+    stop.set()
+    if busy_neighbour:
+        neighbour.join()
+    return elapsed[0] / count * 1e6
+
+
 def entry_size(folder: Path, signer: Signer) -> int:
     journal(folder / "probe", signer, 1, 1)
     return len((folder / "probe").read_bytes())
@@ -149,6 +180,8 @@ def main() -> None:
                         key = f"journal x{concurrency} {name}"
                         figures.setdefault(key, []).append(rate)
                         fsyncs.setdefault(key, []).append(syncs)
+        alone = statistics.median(signature_cost(in_process, False) for _ in range(3))
+        crowded = statistics.median(signature_cost(in_process, True) for _ in range(3))
     median = {name: statistics.median(values) for name, values in figures.items()}
     print(
         f"file system: {filesystem(args.dir)}; entry size {size} bytes; "
@@ -171,6 +204,10 @@ def main() -> None:
             f"(target >= {TARGET_MANY:.0f}: {_verdict(many / one, TARGET_MANY)})"
         )
         print(f"  journal x16 / plain, {name:11}  = {many / median['plain']:.2f}")
+    print(
+        f"  one Ed25519 signature in a thread: {alone:.0f} us alone, {crowded:.0f} us next to "
+        "a busy Python thread (the GIL; why in-process signing scales poorly)"
+    )
 
 
 if __name__ == "__main__":

@@ -11,7 +11,9 @@ The order of work, for each submitted entry:
 1. ``submit`` (any thread, normally the event loop's) gives the entry its sequence number
    and ``prev`` at once. The chain covers signed bytes, not signatures, so the next entry
    can be chained before this one is signed.
-2. A worker signs it, outside the lock. Entries may finish signing out of order.
+2. A worker signs it, outside the lock. Entries may finish signing out of order. A
+   signer with ``sign_many`` (a signing service such as ``SignerProcess``) is sent up to
+   ``_MAX_BATCH`` queued entries per request instead, so a round trip is paid per batch.
 3. Whichever worker finds the oldest unwritten entry signed, and no flush running,
    becomes the flusher: it takes every consecutive signed entry from the front, appends
    them with one write and makes them durable with one fsync (group commit), then
@@ -48,7 +50,9 @@ class _State(enum.Enum):
     FAILED = "failed"
 
 
-#: The most entries sent to a batch signer in one request.
+#: The most entries sent to a batch signer in one request. Smaller batches keep the
+#: signing service busy while the previous batch is being flushed (with 16 records in
+#: flight, two batches alternate); 8 measured best between 4 and 16 (docs/benchmarks.md).
 _MAX_BATCH = 8
 
 #: Schedules a callback on the waiter's event loop from any thread, without blocking.

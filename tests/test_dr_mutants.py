@@ -8,7 +8,6 @@ never "caught" for a reason that has nothing to do with its bug.
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
 from functools import cache
 
 import pytest
@@ -17,6 +16,8 @@ from seamspec.conformance import Runner, ScenarioResult, catalogue, load_adapter
 from seamspec.conformance._dr_mutants import MUTANTS, mutant_adapter
 from seamspec.conformance._mutants import all_mutants
 from seamspec.conformance._reference import reference_adapter
+
+from ._mutant_matrix import assert_caught, describe, run_matrix
 
 CONTRACT = "dispatch-recorder"
 BACKENDS = ("asyncio", "trio")
@@ -29,23 +30,7 @@ def _all_results(backend: str) -> dict[str, list[ScenarioResult]]:
     scenarios = [s for s in load_scenarios() if s.contract == CONTRACT]
     runners = {"reference": Runner(reference_adapter(backend), timeout=30.0)}
     runners.update({name: Runner(mutant_adapter(name, backend), timeout=30.0) for name in MUTANTS})
-    jobs = [
-        (name, scenario)
-        for name in runners
-        for scenario in scenarios
-        if name not in MUTANTS or MUTANTS[name].rule in scenario.rules
-    ]
-    with ThreadPoolExecutor(PARALLEL_RUNS) as pool:
-        done = list(pool.map(lambda job: runners[job[0]].run_one(job[1]), jobs))
-    results: dict[str, list[ScenarioResult]] = {name: [] for name in runners}
-    for (name, _), result in zip(jobs, done, strict=True):
-        results[name].append(result)
-    return results
-
-
-def _describe(result: ScenarioResult) -> str:
-    detail = result.detail.replace("\n", "\n      ")
-    return f"  {result.status:5} {result.scenario.id} {list(result.scenario.rules)}\n      {detail}"
+    return run_matrix(runners, scenarios, MUTANTS, parallel=PARALLEL_RUNS)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -53,20 +38,14 @@ def test_reference_passes_every_dr_scenario(backend: str) -> None:
     results = _all_results(backend)["reference"]
     assert len(results) >= 30, "the DR suite must have at least 30 scenarios"
     bad = [r for r in results if r.status != "pass"]
-    assert not bad, "the reference must pass the whole DR suite:\n" + "\n".join(map(_describe, bad))
+    assert not bad, "the reference must pass the whole DR suite:\n" + "\n".join(map(describe, bad))
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("name", list(MUTANTS))
 def test_suite_catches_dr_mutant(name: str, backend: str) -> None:
     mutant = MUTANTS[name]
-    citing = _all_results(backend)[name]
-    assert citing, f"no scenario cites {mutant.rule}, so nothing can catch {name}"
-    caught_by = [r for r in citing if r.status == "fail"]
-    assert caught_by, (
-        f"{name} ({mutant.statement}) broke {mutant.rule}, yet no scenario citing it failed "
-        "(errors do not count):\n" + "\n".join(map(_describe, citing))
-    )
+    caught_by = assert_caught(name, mutant, _all_results(backend)[name])
     oracle_rules = {f.rule or "" for r in caught_by for f in r.findings if f.source == "oracle"}
     assert mutant.rule in oracle_rules, (
         f"{name} was caught only by `then`, never by the oracle under {mutant.rule}: "

@@ -9,7 +9,6 @@ be caught for the wrong reason.
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
 from functools import cache
 
 import pytest
@@ -24,6 +23,8 @@ from seamspec.conformance import (
 )
 from seamspec.conformance._reference import reference_adapter
 from seamspec.conformance._soo_mutants import MUTANTS, mutant_adapter
+
+from ._mutant_matrix import assert_caught, describe, run_matrix
 
 CONTRACT = "shell-output"
 CONTROLS = ("reference-asyncio", "reference-trio")
@@ -41,17 +42,7 @@ def _all_results() -> dict[str, list[ScenarioResult]]:
     """
     scenarios = [s for s in load_scenarios() if s.contract == CONTRACT]
     runners = {name: Runner(_adapter(name), timeout=30.0) for name in (*CONTROLS, *MUTANTS)}
-    jobs = [
-        (name, scenario)
-        for name in runners
-        for scenario in scenarios
-        if name not in MUTANTS or MUTANTS[name].rule in scenario.rules
-    ]
-    with ThreadPoolExecutor(PARALLEL_RUNS) as pool:
-        done = list(pool.map(lambda job: runners[job[0]].run_one(job[1]), jobs))
-    results: dict[str, list[ScenarioResult]] = {name: [] for name in runners}
-    for (name, _), result in zip(jobs, done, strict=True):
-        results[name].append(result)
+    results = run_matrix(runners, scenarios, MUTANTS, parallel=PARALLEL_RUNS)
     for runner in runners.values():
         runner.adapter.close()
     return results
@@ -63,31 +54,17 @@ def _adapter(name: str) -> Adapter:
     return mutant_adapter(name)
 
 
-def _describe(result: ScenarioResult) -> str:
-    detail = result.detail.replace("\n", "\n      ")
-    return f"  {result.status:5} {result.scenario.id} {list(result.scenario.rules)}\n      {detail}"
-
-
 @pytest.mark.parametrize("control", CONTROLS)
 def test_controls_pass_every_scenario(control: str) -> None:
     results = _all_results()[control]
     assert len(results) >= 30, "expected at least 30 shell-output scenarios"
     bad = [r for r in results if r.status != "pass"]
-    assert not bad, f"{control} must pass the whole suite:\n" + "\n".join(map(_describe, bad))
+    assert not bad, f"{control} must pass the whole suite:\n" + "\n".join(map(describe, bad))
 
 
 @pytest.mark.parametrize("name", list(MUTANTS))
 def test_suite_catches_mutant(name: str) -> None:
-    mutant = MUTANTS[name]
-    citing = _all_results()[name]
-    assert citing, f"no scenario cites {mutant.rule}, so nothing can catch {name}"
-    caught_by = [r.scenario.id for r in citing if r.status == "fail"]
-    assert caught_by, (
-        f"{name} ({mutant.statement}) broke {mutant.rule}, yet no scenario citing "
-        f"{mutant.rule} failed (errors do not count). Citing scenarios:\n"
-        + "\n".join(map(_describe, citing))
-        + f"\nTo see what else catches it: seamspec run --impl mutant:{name}"
-    )
+    assert_caught(name, MUTANTS[name], _all_results()[name])
 
 
 def test_every_soo_must_rule_has_a_mutant() -> None:

@@ -36,6 +36,8 @@ from seamspec.conformance._woc_mutants import (
     mutant_adapter,
 )
 
+from ._mutant_matrix import assert_caught, describe
+
 CONTRACT = "write-observer-chain"
 CONTROLS = ("reference", "stepped-chain")
 
@@ -91,31 +93,17 @@ def _adapter(adapter_name: str) -> Adapter:
     return mutant_adapter(adapter_name)
 
 
-def _describe(result: ScenarioResult) -> str:
-    detail = result.detail.replace("\n", "\n      ")
-    return f"  {result.status:5} {result.scenario.id} {list(result.scenario.rules)}\n      {detail}"
-
-
 @pytest.mark.parametrize("control", CONTROLS)
 def test_controls_pass_every_scenario(control: str) -> None:
     results = _all_results()[control]
     assert results, "no write-observer-chain scenarios were found"
     bad = [r for r in results if r.status != "pass"]
-    assert not bad, f"{control} must pass the whole suite:\n" + "\n".join(map(_describe, bad))
+    assert not bad, f"{control} must pass the whole suite:\n" + "\n".join(map(describe, bad))
 
 
 @pytest.mark.parametrize("name", list(MUTANTS))
 def test_suite_catches_mutant(name: str) -> None:
-    mutant = MUTANTS[name]
-    citing = _all_results()[name]
-    assert citing, f"no scenario cites {mutant.rule}, so nothing can catch {name}"
-    caught_by = [r.scenario.id for r in citing if r.status == "fail"]
-    assert caught_by, (
-        f"{name} ({mutant.statement}) broke {mutant.rule}, yet no scenario citing "
-        f"{mutant.rule} failed (errors do not count). Citing scenarios:\n"
-        + "\n".join(map(_describe, citing))
-        + f"\nTo see what else catches it: seamspec run --impl mutant:{name}"
-    )
+    assert_caught(name, MUTANTS[name], _all_results()[name])
 
 
 def test_every_woc_rule_has_a_mutant() -> None:

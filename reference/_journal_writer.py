@@ -211,7 +211,9 @@ class JournalWriter:
             for entry, line in zip(entries, lines, strict=True):
                 if entry.state is _State.UNSIGNED:
                     entry.line, entry.state = line, _State.SIGNED
-            return [] if self._flushing else self._flush_while_ready()
+            if not self._flushing:
+                self._flush_while_ready()
+            return []
 
     def _fail_from(self, failed: PendingEntry, reason: str) -> list[PendingEntry]:
         """(Lock held.) Fail ``failed`` and every entry chained behind it; roll back."""
@@ -231,10 +233,10 @@ class JournalWriter:
             )
         return doomed[::-1]
 
-    def _flush_while_ready(self) -> list[PendingEntry]:
+    def _flush_while_ready(self) -> None:
         """(Lock held on entry and exit, released around I/O.) Be the flusher while the
-        oldest unwritten entry is signed; return the entries settled."""
-        settled: list[PendingEntry] = []
+        oldest unwritten entry is signed. Each batch's waiters are woken as soon as its
+        fsync returns, not after the batches that queued up behind it."""
         self._flushing = True
         try:
             while self._unwritten and self._unwritten[0].state is _State.SIGNED:
@@ -248,23 +250,20 @@ class JournalWriter:
                     error = self._append_and_sync(data, start)
                 finally:
                     self._lock.acquire()
-                settled += batch
                 if error is None:
                     self.written = start + len(data)
                     self.fsyncs += 1
                     for entry in batch:
                         entry.state = _State.DURABLE
-                else:
+                else:  # the tail is in doubt: this batch and everything queued fail
                     self.broken = error
-                    settled += self._unwritten
+                    batch += self._unwritten
                     self._unwritten.clear()
-                    for entry in settled:
-                        if entry.state is not _State.DURABLE:
-                            entry.state, entry.error = _State.FAILED, error
-                    # Wake everyone now: the batches already settled are in ``settled``.
+                    for entry in batch:
+                        entry.state, entry.error = _State.FAILED, error
+                _wake(batch)  # call_soon only schedules: fine under the lock
         finally:
             self._flushing = False
-        return settled
 
     def _append_and_sync(self, data: bytes, start: int) -> str | None:
         """(Lock released.) Append and fsync; on failure, why, with the tail cut back."""

@@ -31,6 +31,7 @@ from ._python_adapter import ContractDriver, PythonAdapter
 from ._report import REPORT_VERSION, to_json_report, write_json_report, write_junit_xml
 from ._runner import Finding, Runner, RunResult, ScenarioResult, Status, judge, summary_line
 from ._scenario import Scenario, default_scenario_root, load_scenarios, validate_files
+from ._soo_driver import ShellOutputDriver, ShellOutputImplementation
 from ._tracer import Tracer
 from ._woc_driver import (
     ScriptedObserver,
@@ -64,6 +65,8 @@ __all__ = [
     "ScenarioResult",
     "ScriptedObserver",
     "SeamspecError",
+    "ShellOutputDriver",
+    "ShellOutputImplementation",
     "Status",
     "Trace",
     "TracedObserver",

@@ -125,10 +125,18 @@ def browser(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def lint(session: nox.Session) -> None:
-    """ruff: lint and formatting."""
-    session.install("ruff>=0.5")
+    """ruff (lint and formatting) and import-linter (the layering of docs/architecture.md).
+
+    import-linter reads the installed package, like the typecheck session, because the
+    source folders only become ``seamspec.conformance`` and ``seamspec.reference`` once
+    installed.
+    """
+    session.install(".[lint]")
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
+    config = str(Path("pyproject.toml").resolve())
+    with session.chdir(session.create_tmp()):
+        session.run("lint-imports", "--no-cache", config)
 
 
 @nox.session(python=PYTHON)

@@ -32,9 +32,9 @@ from pathlib import Path
 import anyio
 
 from seamspec.reference import ShellOutputStream, ShellRunner
-from seamspec.reference._shell_runner import PIPE_SIZE
+from seamspec.reference._shell_output.runner import PIPE_SIZE
 
-EMITTER = str(Path(__file__).resolve().parents[1] / "reference" / "_emitter.py")
+EMITTER = str(Path(__file__).resolve().parents[1] / "reference" / "_shell_output" / "emitter.py")
 MIB = 1024 * 1024
 
 

@@ -17,8 +17,8 @@ import sys
 import time
 
 from seamspec.conformance import Runner, Scenario, load_scenarios
-from seamspec.conformance._reference import reference_adapter
-from seamspec.conformance._wire import WireAdapter
+from seamspec.conformance._implementations import reference_adapter
+from seamspec.conformance._wire.client import WireAdapter
 
 SERVE = [sys.executable, "-m", "seamspec", "serve-reference"]
 

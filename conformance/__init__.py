@@ -6,8 +6,22 @@ change without notice.
 
 from __future__ import annotations
 
-from ._adapter import Adapter, ImplementationInfo, Trace, load_adapter
-from ._catalogue import (
+from seamspec.conformance._contracts.dispatch_recorder.driver import (
+    DispatchRecorderDriver,
+    DispatchRecorderImplementation,
+)
+from seamspec.conformance._contracts.shell_output.driver import (
+    ShellOutputDriver,
+    ShellOutputImplementation,
+)
+from seamspec.conformance._contracts.write_observer_chain.driver import (
+    ScriptedObserver,
+    TracedObserver,
+    WriteObserverChainDriver,
+    WriteObserverImplementation,
+)
+from seamspec.conformance._core.adapter import Adapter, ImplementationInfo, Trace
+from seamspec.conformance._core.catalogue import (
     CONTRACTS,
     SPEC_VERSION,
     Catalogue,
@@ -16,9 +30,7 @@ from ._catalogue import (
     catalogue,
     rules_markdown,
 )
-from ._coverage import rule_coverage
-from ._dr_driver import DispatchRecorderDriver, DispatchRecorderImplementation
-from ._errors import (
+from seamspec.conformance._core.errors import (
     AdapterLoadError,
     CatalogueError,
     ImplementationError,
@@ -27,17 +39,30 @@ from ._errors import (
     SeamspecError,
     Unsupported,
 )
-from ._python_adapter import ContractDriver, PythonAdapter
-from ._report import REPORT_VERSION, to_json_report, write_json_report, write_junit_xml
-from ._runner import Finding, Runner, RunResult, ScenarioResult, Status, judge, summary_line
-from ._scenario import Scenario, default_scenario_root, load_scenarios, validate_files
-from ._soo_driver import ShellOutputDriver, ShellOutputImplementation
-from ._tracer import Tracer
-from ._woc_driver import (
-    ScriptedObserver,
-    TracedObserver,
-    WriteObserverChainDriver,
-    WriteObserverImplementation,
+from seamspec.conformance._core.python_adapter import ContractDriver, PythonAdapter
+from seamspec.conformance._core.runner import (
+    Finding,
+    Runner,
+    RunResult,
+    ScenarioResult,
+    Status,
+    judge,
+    summary_line,
+)
+from seamspec.conformance._core.scenario import (
+    Scenario,
+    default_scenario_root,
+    load_scenarios,
+    validate_files,
+)
+from seamspec.conformance._core.tracer import Tracer
+from seamspec.conformance._implementations import load_adapter
+from seamspec.conformance._quality.coverage import rule_coverage
+from seamspec.conformance._reports.json_junit import (
+    REPORT_VERSION,
+    to_json_report,
+    write_json_report,
+    write_junit_xml,
 )
 
 __all__ = [

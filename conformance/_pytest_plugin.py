@@ -14,12 +14,13 @@ from typing import Any
 
 import pytest
 
-from ._adapter import Adapter, load_adapter
-from ._catalogue import CONTRACTS
-from ._errors import AdapterLoadError, ScenarioError
-from ._runner import Runner
-from ._scenario import Scenario, load_scenarios
-from ._wire import WireAdapter
+from seamspec.conformance._core.adapter import Adapter
+from seamspec.conformance._core.catalogue import CONTRACTS
+from seamspec.conformance._core.errors import AdapterLoadError, ScenarioError
+from seamspec.conformance._core.runner import Runner
+from seamspec.conformance._core.scenario import Scenario, load_scenarios
+from seamspec.conformance._implementations import load_adapter
+from seamspec.conformance._wire.client import WireAdapter
 
 __all__ = ["ScenarioItem", "SeamspecSuite"]
 

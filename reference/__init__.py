@@ -12,9 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ._checkpoint import CheckpointObserver
-from ._diagnostics import DiagnosticsObserver
-from ._dispatch_executor import (
+from seamspec.reference._dispatch_recorder.executor import (
     Allow,
     CallOutcome,
     Decision,
@@ -27,7 +25,28 @@ from ._dispatch_executor import (
     ToolInvocation,
     ToolRunner,
 )
-from ._dispatch_model import (
+from seamspec.reference._dispatch_recorder.journal import (
+    JournalCorrupt,
+    JournalLocked,
+    JournalRecorder,
+    TornTailWarning,
+)
+from seamspec.reference._dispatch_recorder.journal_format import (
+    DOMAIN,
+    JournalEntry,
+    Verification,
+    scan_journal,
+)
+from seamspec.reference._dispatch_recorder.journal_keys import (
+    KeyFileError,
+    KeySigner,
+    Signer,
+    generate_keypair,
+    load_private_key,
+    load_public_key,
+)
+from seamspec.reference._dispatch_recorder.journal_signer import SignerProcess, SignerUnavailable
+from seamspec.reference._dispatch_recorder.model import (
     OK,
     WITHHELD_NOTICE,
     ContextInjection,
@@ -45,28 +64,7 @@ from ._dispatch_model import (
     commit_step,
     denial_text,
 )
-from ._formatter import FormatterObserver
-from ._journal import JournalCorrupt, JournalLocked, JournalRecorder, TornTailWarning
-from ._journal_format import DOMAIN, JournalEntry, Verification, scan_journal
-from ._journal_keys import (
-    KeyFileError,
-    KeySigner,
-    Signer,
-    generate_keypair,
-    load_private_key,
-    load_public_key,
-)
-from ._journal_signer import SignerProcess, SignerUnavailable
-from ._shell_observer import (
-    InvocationIds,
-    ShellInvocationId,
-    ShellOutputObserver,
-    ShellOutputStream,
-    as_shell_observer,
-)
-from ._shell_runner import CommandFailed, CommandRefused, ShellResult, ShellRunner
-from ._shell_session import ObservationSession, SessionPhase
-from ._turn_loop import (
+from seamspec.reference._dispatch_recorder.turn_loop import (
     CommitFailed,
     Provider,
     ProviderStep,
@@ -74,17 +72,34 @@ from ._turn_loop import (
     TurnResult,
     run_turn,
 )
-from ._write_observer import (
+from seamspec.reference._shell_output.observer import (
+    InvocationIds,
+    ShellInvocationId,
+    ShellOutputObserver,
+    ShellOutputStream,
+    as_shell_observer,
+)
+from seamspec.reference._shell_output.runner import (
+    CommandFailed,
+    CommandRefused,
+    ShellResult,
+    ShellRunner,
+)
+from seamspec.reference._shell_output.session import ObservationSession, SessionPhase
+from seamspec.reference._write_observer_chain.chain import (
     ANNOTATION_SEPARATOR,
     ObserverFailure,
     ObserverFailureWarning,
     WriteObserver,
     WriteObserverChain,
 )
-from ._write_path import ToolResult, WriteTools
+from seamspec.reference._write_observer_chain.checkpoint import CheckpointObserver
+from seamspec.reference._write_observer_chain.diagnostics import DiagnosticsObserver
+from seamspec.reference._write_observer_chain.formatter import FormatterObserver
+from seamspec.reference._write_observer_chain.write_path import ToolResult, WriteTools
 
 if TYPE_CHECKING:
-    from ._stubs import STUB_PROGRAMS, stub_command
+    from seamspec.reference._write_observer_chain.stubs import STUB_PROGRAMS, stub_command
 
 __all__ = [
     "ANNOTATION_SEPARATOR",
@@ -165,11 +180,11 @@ _LAZY = frozenset({"STUB_PROGRAMS", "stub_command"})
 
 
 def __getattr__(name: str) -> Any:
-    # ``_stubs`` is imported on first use only: ``python -m seamspec.reference._stubs``
+    # ``stubs`` is imported on first use only: ``python -m seamspec.reference._write_observer_chain.stubs``
     # imports this package first, and a package that had already imported the module
     # makes runpy print a RuntimeWarning on the stub's stderr.
     if name in _LAZY:
-        from . import _stubs
+        from seamspec.reference._write_observer_chain import stubs as _stubs
 
         return getattr(_stubs, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

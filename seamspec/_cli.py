@@ -15,15 +15,14 @@ from collections.abc import Sequence
 from rich.console import Console
 
 from seamspec import __version__
+from seamspec._cmd_explain import add_explain_parser
+from seamspec._cmd_quality import add_quality_parsers
+from seamspec._cmd_report import add_report_parsers
+from seamspec._cmd_run import add_run_parser
+from seamspec._cmd_suite import add_suite_parsers
+from seamspec._journal_cli import add_journal_parser
+from seamspec._wire_cli import add_commands as add_wire_parsers
 from seamspec.conformance import AdapterLoadError, ScenarioError
-
-from ._cmd_explain import add_explain_parser
-from ._cmd_quality import add_quality_parsers
-from ._cmd_report import add_report_parsers
-from ._cmd_run import add_run_parser
-from ._cmd_suite import add_suite_parsers
-from ._journal_cli import add_journal_parser
-from ._wire_cli import add_commands as add_wire_parsers
 
 EXIT_USAGE = 2
 

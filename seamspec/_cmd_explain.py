@@ -14,7 +14,7 @@ from seamspec.conformance import (
     load_adapter,
     load_scenarios,
 )
-from seamspec.conformance._timeline import render_timeline
+from seamspec.conformance._core.timeline import render_timeline
 
 __all__ = ["add_explain_parser"]
 

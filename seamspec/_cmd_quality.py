@@ -11,9 +11,9 @@ from rich.console import Console
 from rich.table import Table
 
 from seamspec.conformance import catalogue, load_scenarios, rule_coverage
-from seamspec.conformance._catalogue import CONTRACTS
-from seamspec.conformance._kill_matrix import MutantOutcome, kill_matrix
-from seamspec.conformance._mutants import all_mutants
+from seamspec.conformance._core.catalogue import CONTRACTS
+from seamspec.conformance._quality.kill_matrix import MutantOutcome, kill_matrix
+from seamspec.conformance._quality.mutants import all_mutants
 
 __all__ = ["add_quality_parsers", "coverage_problems"]
 
@@ -107,7 +107,7 @@ def cmd_mutants(args: argparse.Namespace, console: Console) -> int:
 def cmd_fuzz(args: argparse.Namespace, console: Console) -> int:
     """Exit 1 when a generated scenario fails (after shrinking), 0 when all pass."""
     from seamspec.conformance import load_adapter
-    from seamspec.conformance._fuzz import fuzz, save_failure, strategies
+    from seamspec.conformance._quality.fuzz import fuzz, save_failure, strategies
 
     available = strategies()
     contracts = args.contract or list(available)
@@ -133,11 +133,7 @@ def cmd_fuzz(args: argparse.Namespace, console: Console) -> int:
                 continue
             failed += 1
             console.print(f"{contract}: FAILED on this shrunk scenario:", style="red")
-            prefix = {
-                "write-observer-chain": "woc",
-                "shell-output": "soo",
-                "dispatch-recorder": "dr",
-            }[contract]
+            prefix = catalogue().contracts[contract].scenario_prefix
             console.print(failure.yaml_text(f"{prefix}-fuzz-found"), markup=False, highlight=False)
             if args.save_failures:
                 path = save_failure(failure, args.save_failures)

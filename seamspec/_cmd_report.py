@@ -10,8 +10,8 @@ from typing import Any
 import jsonschema
 from rich.console import Console
 
-from seamspec.conformance._report import report_schema
-from seamspec.conformance._summaries import badge_json, compare_reports, markdown_summary
+from seamspec.conformance._reports.json_junit import report_schema
+from seamspec.conformance._reports.summaries import badge_json, compare_reports, markdown_summary
 
 __all__ = ["add_report_parsers"]
 
@@ -85,7 +85,7 @@ def cmd_report(args: argparse.Namespace, console: Console) -> int:
             return 2
         _emit(json.dumps(badge_json(reports[0]), indent=2) + "\n", args.output, console)
     else:
-        from seamspec.conformance._html import html_report
+        from seamspec.conformance._reports.html import html_report
 
         _emit(html_report(reports), args.output, console)
     return 0

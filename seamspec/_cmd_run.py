@@ -14,6 +14,14 @@ from pathlib import Path
 from rich.console import Console
 
 from seamspec import __version__
+from seamspec._wire_cli import (
+    AdapterSpec,
+    adapter_from_spec,
+    adapter_spec,
+    make_adapter,
+    runner_timeout,
+)
+from seamspec._wire_cli import add_run_options as add_wire_run_options
 from seamspec.conformance import (
     Runner,
     RunResult,
@@ -25,11 +33,8 @@ from seamspec.conformance import (
     write_json_report,
     write_junit_xml,
 )
-from seamspec.conformance._catalogue import CONTRACTS
-from seamspec.conformance._manifest import ExpectedFailure, load_manifest, manifest_text
-
-from ._wire_cli import AdapterSpec, adapter_from_spec, adapter_spec, make_adapter, runner_timeout
-from ._wire_cli import add_run_options as add_wire_run_options
+from seamspec.conformance._core.catalogue import CONTRACTS
+from seamspec.conformance._core.manifest import ExpectedFailure, load_manifest, manifest_text
 
 __all__ = ["add_run_parser", "cmd_run"]
 

@@ -18,7 +18,7 @@ from seamspec.conformance import (
     rules_markdown,
     validate_files,
 )
-from seamspec.conformance._catalogue import CONTRACTS
+from seamspec.conformance._core.catalogue import CONTRACTS
 
 __all__ = ["add_suite_parsers"]
 
@@ -64,7 +64,7 @@ def cmd_rules(args: argparse.Namespace, console: Console) -> int:
     coverage = rule_coverage(load_scenarios(args.scenarios))
     chosen = [r for r in catalogue() if not args.contract or r.contract == args.contract]
     if args.coverage:
-        from ._cmd_quality import coverage_problems
+        from seamspec._cmd_quality import coverage_problems
 
         problems = coverage_problems(args.contract)
         for problem in problems:

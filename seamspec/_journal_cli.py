@@ -19,7 +19,7 @@ from seamspec.reference import (
     load_public_key,
     scan_journal,
 )
-from seamspec.reference._journal_format import JournalEntry
+from seamspec.reference._dispatch_recorder.journal_format import JournalEntry
 
 __all__ = ["add_journal_parser", "cmd_journal"]
 

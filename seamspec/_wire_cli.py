@@ -22,8 +22,8 @@ from seamspec.conformance import (
     load_adapter,
     load_scenarios,
 )
-from seamspec.conformance._catalogue import CONTRACTS
-from seamspec.conformance._wire import HandshakeError, WireAdapter
+from seamspec.conformance._core.catalogue import CONTRACTS
+from seamspec.conformance._wire.client import HandshakeError, WireAdapter
 
 __all__ = [
     "AdapterSpec",
@@ -154,8 +154,8 @@ def runner_timeout(args: argparse.Namespace) -> float:
 
 def cmd_serve_reference(args: argparse.Namespace, _console: Console) -> int:
     """Serve the in-process reference (every contract it declares) on stdin/stdout."""
-    from seamspec.conformance._reference import reference_adapter, trio_adapter
-    from seamspec.conformance._wire_server import protect_stdout, serve
+    from seamspec.conformance._implementations import reference_adapter, trio_adapter
+    from seamspec.conformance._wire.server import protect_stdout, serve
 
     out = protect_stdout()
     adapter = trio_adapter() if args.backend == "trio" else reference_adapter(args.backend)

@@ -18,7 +18,7 @@ import sys
 import anyio
 
 from seamspec.reference import DispatchMutation, JournalRecorder, KeySigner, ResultRedaction
-from seamspec.reference._journal_writer import JournalWriter
+from seamspec.reference._dispatch_recorder.journal_writer import JournalWriter
 
 
 class ChunkedWriter(JournalWriter):

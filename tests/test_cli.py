@@ -13,7 +13,7 @@ from junitparser import JUnitXml
 
 from seamspec._cli import main
 from seamspec.conformance import catalogue, load_scenarios, summary_line
-from seamspec.conformance._report import report_schema
+from seamspec.conformance._reports.json_junit import report_schema
 
 
 def _closing_line(out: str) -> str:

@@ -45,3 +45,29 @@ def test_every_published_rule_is_cited_by_a_scenario() -> None:
     for contract in CONTRACT_PAGES:
         for rule in catalogue().rules_of(contract):
             assert coverage[rule.id], f"rule {rule.id} is cited by no scenario"
+
+
+def test_every_path_on_the_architecture_page_exists() -> None:
+    """docs/architecture.md is the newcomer's map: each path it names must be there."""
+    repo = DOCS.parent
+    text = (DOCS / "architecture.md").read_text(encoding="utf-8")
+    named = set(
+        re.findall(r"`((?:reference|conformance|scenarios|docs|seamspec|tests)/[^`*<]+)`", text)
+    )
+    assert len(named) > 20
+    missing = sorted(p for p in named if not (repo / p).exists())
+    assert not missing, f"docs/architecture.md names paths that do not exist: {missing}"
+    # The bare file names listed for each room exist in every room that claims them.
+    for room in ("write_observer_chain", "shell_output", "dispatch_recorder"):
+        for part in (
+            "catalogue.yaml",
+            "schema.json",
+            "model.py",
+            "driver.py",
+            "oracle.py",
+            "expect.py",
+            "reference_adapter.py",
+            "mutants.py",
+            "strategies.py",
+        ):
+            assert (repo / "conformance" / "_contracts" / room / part).exists(), (room, part)

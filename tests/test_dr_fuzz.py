@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from seamspec.conformance import Adapter, judge, load_adapter, validate_files
-from seamspec.conformance._fuzz import fuzz, save_failure
+from seamspec.conformance._quality.fuzz import fuzz, save_failure
 
 CONTRACT = "dispatch-recorder"
 

@@ -33,8 +33,13 @@ from seamspec.reference import (
     generate_keypair,
     scan_journal,
 )
-from seamspec.reference._journal_format import canonical, encode_entry, genesis_hash, signed_bytes
-from seamspec.reference._journal_writer import JournalWriter
+from seamspec.reference._dispatch_recorder.journal_format import (
+    canonical,
+    encode_entry,
+    genesis_hash,
+    signed_bytes,
+)
+from seamspec.reference._dispatch_recorder.journal_writer import JournalWriter
 
 #: A safety bound for waits on gates: reached only if the code under test is broken.
 LIMIT = 10.0

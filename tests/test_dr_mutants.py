@@ -1,6 +1,6 @@
 """Meta-tests: the shipped dispatch-recorder scenarios must catch every DR mutant.
 
-Each mutant in :mod:`seamspec.conformance._dr_mutants` breaks one DR rule; the suite must
+Each mutant in :mod:`seamspec.conformance._contracts.dispatch_recorder.mutants` breaks one DR rule; the suite must
 give it a ``fail`` (not an ``error``) from a scenario that cites that rule, on asyncio and
 on trio. The control (the reference) must pass every DR scenario, so that a mutant is
 never "caught" for a reason that has nothing to do with its bug.
@@ -13,9 +13,9 @@ from functools import cache
 import pytest
 
 from seamspec.conformance import Runner, ScenarioResult, catalogue, load_adapter, load_scenarios
-from seamspec.conformance._dr_mutants import MUTANTS, mutant_adapter
-from seamspec.conformance._mutants import all_mutants
-from seamspec.conformance._reference import reference_adapter
+from seamspec.conformance._contracts.dispatch_recorder.mutants import MUTANTS, mutant_adapter
+from seamspec.conformance._implementations import reference_adapter
+from seamspec.conformance._quality.mutants import all_mutants
 
 from ._mutant_matrix import assert_caught, describe, run_matrix
 

@@ -98,7 +98,8 @@ def test_every_exported_name_exists_and_is_public(module: object) -> None:
         assert hasattr(module, name), name
         obj = getattr(module, name)
         owner = getattr(obj, "__module__", "") or ""
-        assert not owner.startswith("seamspec.") or owner.split(".")[-1].startswith("_"), (
+        private = any(part.startswith("_") for part in owner.split(".")[1:])
+        assert not owner.startswith("seamspec.") or private, (
             f"{name} should live in a private module and be re-exported"
         )
 
@@ -133,3 +134,22 @@ def test_exceptions_share_one_root_and_the_builtin() -> None:
     ]:
         assert issubclass(cls, c.SeamspecError)
         assert issubclass(cls, builtin)
+
+
+def test_every_source_package_is_in_the_wheel() -> None:
+    """A new room (a folder with ``__init__.py``) must be listed in pyproject's packages."""
+    from pathlib import Path
+
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+
+    repo = Path(__file__).parents[1]
+    config = tomllib.loads((repo / "pyproject.toml").read_text(encoding="utf-8"))
+    listed = set(config["tool"]["setuptools"]["packages"])
+    mapping = config["tool"]["setuptools"]["package-dir"]
+    found = set()
+    for package, folder in mapping.items():
+        for init in (repo / folder).rglob("__init__.py"):
+            parts = init.parent.relative_to(repo / folder).parts
+            if "__pycache__" not in parts:
+                found.add(".".join((package, *parts)))
+    assert found - listed == set(), "add these to [tool.setuptools] packages in pyproject.toml"

@@ -9,8 +9,8 @@ import pytest
 
 from seamspec._cli import main
 from seamspec.conformance import load_scenarios
-from seamspec.conformance._kill_matrix import kill_matrix
-from seamspec.conformance._scenario import Scenario
+from seamspec.conformance._core.scenario import Scenario
+from seamspec.conformance._quality.kill_matrix import kill_matrix
 
 
 def test_coverage_gate_passes_for_the_shipped_suite(capsys: pytest.CaptureFixture[str]) -> None:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from seamspec import __version__
 from seamspec.conformance import PythonAdapter, Runner, load_scenarios
-from seamspec.conformance._soo_driver import ShellOutputDriver, emitter_command
-from seamspec.conformance._soo_reference import ReferenceShellOutput
+from seamspec.conformance._contracts.shell_output.driver import ShellOutputDriver, emitter_command
+from seamspec.conformance._contracts.shell_output.reference_adapter import ReferenceShellOutput
 
 
 class ProcessesOnly(ReferenceShellOutput):
@@ -28,5 +28,5 @@ def test_an_undeclared_driver_feature_skips_its_scenarios() -> None:
 def test_the_emitter_command_runs_the_kit_file_not_a_command_line() -> None:
     argv = emitter_command({"steps": [{"out": "x"}]})
     assert argv[1] == "-I"
-    assert argv[2].endswith("_emitter.py")
+    assert argv[2].endswith("emitter.py")
     assert argv[3] == '{"steps": [{"out": "x"}]}'

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from seamspec.conformance import judge, load_adapter
-from seamspec.conformance._fuzz import fuzz, save_failure
-from seamspec.conformance._scenario import validate_files
-from seamspec.conformance._soo_mutants import mutant_adapter
+from seamspec.conformance._contracts.shell_output.mutants import mutant_adapter
+from seamspec.conformance._core.scenario import validate_files
+from seamspec.conformance._quality.fuzz import fuzz, save_failure
 
 pytest.importorskip("hypothesis")
 

@@ -1,6 +1,6 @@
 """Meta-tests: the shipped shell-output scenarios must catch every mutant.
 
-Each mutant in :mod:`seamspec.conformance._soo_mutants` breaks one MUST rule; a scenario
+Each mutant in :mod:`seamspec.conformance._contracts.shell_output.mutants` breaks one MUST rule; a scenario
 citing that rule must give it a ``fail`` verdict. ``error`` does not count: a mutant
 caught only by crashing or hanging says nothing about the rule's scenarios. The control
 (the reference, on both anyio backends) must pass everything, or a "caught" mutant might
@@ -21,8 +21,8 @@ from seamspec.conformance import (
     load_adapter,
     load_scenarios,
 )
-from seamspec.conformance._reference import reference_adapter
-from seamspec.conformance._soo_mutants import MUTANTS, mutant_adapter
+from seamspec.conformance._contracts.shell_output.mutants import MUTANTS, mutant_adapter
+from seamspec.conformance._implementations import reference_adapter
 
 from ._mutant_matrix import assert_caught, describe, run_matrix
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from seamspec.conformance import ImplementationError, Runner, RunResult, load_scenarios
-from seamspec.conformance._wire import HandshakeError, WireAdapter
+from seamspec.conformance._wire.client import HandshakeError, WireAdapter
 
 FAKE = Path(__file__).parent / "wire_fakes" / "fake_impl.py"
 SCENARIOS = [s for s in load_scenarios() if s.contract == "write-observer-chain" and not s.requires]

@@ -23,9 +23,9 @@ import yaml
 
 from seamspec._cli import main
 from seamspec.conformance import Runner, RunResult, load_scenarios
-from seamspec.conformance._reference import reference_adapter
-from seamspec.conformance._wire import WireAdapter
-from seamspec.conformance._wire_messages import (
+from seamspec.conformance._implementations import reference_adapter
+from seamspec.conformance._wire.client import WireAdapter
+from seamspec.conformance._wire.messages import (
     KIT_MESSAGES,
     RESPONSES,
     ProtocolError,

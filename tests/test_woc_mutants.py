@@ -1,7 +1,7 @@
 """Meta-tests: the shipped write-observer-chain scenarios must catch every mutant.
 
 A scenario suite that a broken chain can pass is not a conformance suite. Each mutant in
-:mod:`seamspec.conformance._woc_mutants` breaks one catalogue rule; here the suite must give
+:mod:`seamspec.conformance._contracts.write_observer_chain.mutants` breaks one catalogue rule; here the suite must give
 it a ``fail`` verdict from a scenario that cites that rule. ``error`` does not count: a
 mutant caught only by crashing or hanging tells us nothing about the rule's scenarios.
 The controls (the reference, and the unmutated stepped chain every chain mutant derives
@@ -28,13 +28,13 @@ from seamspec.conformance import (
     load_adapter,
     load_scenarios,
 )
-from seamspec.conformance._reference import reference_adapter
-from seamspec.conformance._woc_mutants import (
+from seamspec.conformance._contracts.write_observer_chain.mutants import (
     MUTANTS,
     MutantImplementation,
     SteppedChain,
     mutant_adapter,
 )
+from seamspec.conformance._implementations import reference_adapter
 
 from ._mutant_matrix import assert_caught, describe
 

@@ -11,9 +11,9 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 
 from seamspec.conformance import judge, load_adapter
-from seamspec.conformance._fuzz import fuzz, scenario_from_document
-from seamspec.conformance._woc_model import flatten
-from seamspec.conformance._woc_strategies import woc_scenarios
+from seamspec.conformance._contracts.write_observer_chain.model import flatten
+from seamspec.conformance._contracts.write_observer_chain.strategies import woc_scenarios
+from seamspec.conformance._quality.fuzz import fuzz, scenario_from_document
 
 REFERENCE = load_adapter("reference")
 

@@ -28,7 +28,7 @@ from seamspec.reference import (
     WriteTools,
     stub_command,
 )
-from seamspec.reference._stubs import lint_text, tidy_text
+from seamspec.reference._write_observer_chain.stubs import lint_text, tidy_text
 
 pytestmark = pytest.mark.anyio
 
@@ -113,7 +113,7 @@ def test_stub_command_names_only_kit_programs() -> None:
     assert frozenset({"tidy", "tidy-fail", "tidy-hang", "lint"}) == STUB_PROGRAMS
     command = stub_command("lint", "a.py")
     assert command[0] == sys.executable
-    assert Path(command[1]).name == "_stubs.py"
+    assert Path(command[1]).name == "stubs.py"
     assert command[2:] == ["lint", "a.py"]
     with pytest.raises(ValueError, match="unknown stub program 'rm'"):
         stub_command("rm", "-rf", "/")

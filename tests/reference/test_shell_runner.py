@@ -27,7 +27,7 @@ from seamspec.reference import (
     ShellRunner,
     as_shell_observer,
 )
-from seamspec.reference._shell_observer import PROCESS_IDS
+from seamspec.reference._shell_output.observer import PROCESS_IDS
 
 BACKENDS = ["asyncio", "trio"]
 OUT, ERR = ShellOutputStream.STDOUT, ShellOutputStream.STDERR
@@ -174,11 +174,11 @@ def test_time_limit_kills_the_whole_process_group(backend: str, tmp_path: Path) 
 def test_emitter_runs_as_a_module() -> None:
     script = '{"steps": [{"out": "a"}, {"err_hex": "ff"}, {"flood": "stdout", "bytes": 70}, {"exit": 5}]}'
     done = subprocess.run(
-        [sys.executable, "-m", "seamspec.reference._emitter", script],
+        [sys.executable, "-m", "seamspec.reference._shell_output.emitter", script],
         capture_output=True,
         check=False,
     )
-    from seamspec.reference._emitter import flood_bytes
+    from seamspec.reference._shell_output.emitter import flood_bytes
 
     assert done.returncode == 5
     assert done.stdout == b"a" + flood_bytes(70)
@@ -289,4 +289,4 @@ def test_emitter_has_a_console_script() -> None:
     from importlib.metadata import entry_points
 
     (script,) = [e for e in entry_points(group="console_scripts") if e.name == "seamspec-emitter"]
-    assert script.value == "seamspec.reference._emitter:main"
+    assert script.value == "seamspec.reference._shell_output.emitter:main"

@@ -108,7 +108,7 @@ def main() -> int:
                 note(f"fake: dying after {served} scenarios")
                 os._exit(5)
             if adapter is None:
-                from seamspec.conformance._reference import reference_adapter
+                from seamspec.conformance._implementations import reference_adapter
 
                 adapter = reference_adapter()
             served += 1

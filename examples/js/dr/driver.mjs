@@ -1,6 +1,6 @@
 // Performs one dispatch-recorder scenario with this implementation's executor and turn
 // loop, and records the trace the kit judges (docs/contracts/dispatch-recorder.md, "The
-// trace vocabulary"). The Python kit's conformance/_dr_driver.py is the model, step for
+// trace vocabulary"). The Python kit's conformance/_contracts/dispatch_recorder/driver.py is the model, step for
 // step. With `recorder: {journal: true}` the recorder is this implementation's signed
 // journal (dr/journal.mjs), and the driver applies the kit's tampering operations itself.
 

@@ -1,7 +1,7 @@
 // Performs one write-observer-chain scenario (`given` + `when`) with this implementation's
 // chain and tools, and records the trace the kit judges. The vocabulary is the one in
 // docs/contracts/write-observer-chain.md ("The trace vocabulary"); the Python kit's
-// conformance/_woc_driver.py does the same for Python chains, step for step.
+// conformance/_contracts/write_observer_chain/driver.py does the same for Python chains, step for step.
 
 import { AsyncLocalStorage } from "node:async_hooks";
 import fs from "node:fs";

@@ -1,0 +1,240 @@
+"""Performs dispatch-recorder scenarios against any Python turn loop and executor.
+
+The adapter author supplies a :class:`DispatchRecorderImplementation` (run one turn with
+the participants it is given; optionally open and verify a signed journal). This driver
+builds the scripted provider, tools, policy, approver and recorder from ``given``, runs the
+``when`` steps, and records the trace the oracle judges. Participants use the reference's
+public model types (``seamspec.reference``); an implementation with its own types converts
+at its boundary.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+import anyio
+from anyio.abc import TaskGroup, TaskStatus
+
+from seamspec.conformance._contracts.dispatch_recorder.journal_steps import tamper
+from seamspec.conformance._contracts.dispatch_recorder.model import step_verb
+from seamspec.conformance._contracts.dispatch_recorder.scripted import (
+    Gates,
+    Participants,
+    ScriptedFailure,
+    ScriptedRecorder,
+    ScriptedRecordOnly,
+    TracedJournal,
+    dump,
+)
+from seamspec.conformance._core.adapter import Trace
+from seamspec.conformance._core.errors import ImplementationError
+from seamspec.conformance._core.tracer import Tracer
+from seamspec.reference import DispatchRecorder, KeySigner, Message, Signer, generate_keypair
+
+__all__ = ["DispatchRecorderDriver", "DispatchRecorderImplementation", "ScriptedFailure"]
+
+#: A step that waits gives up after this long; far above any real need.
+WAIT_LIMIT = 10.0
+#: How long a turn may run before the kit cancels it and records ``kit_timeout``.
+TURN_LIMIT = 10.0
+
+
+@runtime_checkable
+class DispatchRecorderImplementation(Protocol):
+    """What an adapter author provides for a Python dispatch-recorder implementation.
+
+    ``run_turn`` runs one turn with these participants and returns the transcript, or
+    raises when the turn stops on a failed commit. ``features`` may list
+    ``signed-journal``: then also provide ``open_journal(path, signer, fsync=...)``
+    (a recorder writing a signed journal, calling ``fsync(fd)`` to make it durable) and
+    ``verify_journal(path, public_key, expected_entries=...)`` (an object with ``ok``,
+    ``bad_index``, ``reason``, ``torn_tail`` and ``entries``, each with a ``mutation``).
+    """
+
+    features: tuple[str, ...]
+
+    async def run_turn(
+        self,
+        *,
+        prompt: str,
+        provider: Any,
+        tools: Any,
+        policy: Any,
+        recorder: DispatchRecorder | None,
+        approver: Any,
+        record_time_limit: float | None,
+        commit_time_limit: float | None,
+    ) -> Sequence[Message]: ...
+
+
+class DispatchRecorderDriver:
+    """Runs one dispatch-recorder scenario (``given`` + ``when``) and returns its trace."""
+
+    contract = "dispatch-recorder"
+
+    def __init__(self, implementation: DispatchRecorderImplementation) -> None:
+        self.implementation = implementation
+
+    @property
+    def features(self) -> tuple[str, ...]:
+        return tuple(self.implementation.features)
+
+    async def perform(self, request: Mapping[str, Any]) -> Trace:
+        with tempfile.TemporaryDirectory(prefix="seamspec-dr-") as tmp:
+            return await _Run(self.implementation, request, Path(tmp)).perform()
+
+
+class _Run:
+    def __init__(self, impl: Any, request: Mapping[str, Any], tmp: Path) -> None:
+        self.impl = impl
+        self.given: dict[str, Any] = dict(request["given"])
+        self.when: list[dict[str, Any]] = list(request["when"])
+        self.tmp = tmp
+        self.tracer = Tracer()
+        self.gates = Gates()
+        self.scope: anyio.CancelScope | None = None
+        self.done = anyio.Event()
+        self.cancelled = False
+        self.journal: TracedJournal | None = None
+        self.public_key: Any = None
+
+    def _recorder(self) -> DispatchRecorder | None:
+        script = self.given.get("recorder")
+        if script is None:
+            return None
+        if script.get("journal"):
+            signer: Signer = KeySigner.from_file(self._keys())
+            path = self.tmp / "dispatch.journal"
+            journal = TracedJournal(None, self.tracer, path)
+            journal.inner = self.impl.open_journal(path, signer, fsync=journal.fsync)
+            self.journal, self.public_key = journal, signer.public_key
+            return journal
+        if script.get("commit_default"):
+            return ScriptedRecordOnly(script, self.tracer, self.gates)
+        return ScriptedRecorder(script, self.tracer, self.gates)
+
+    def _keys(self) -> Path:
+        private = self.tmp / "journal.key"
+        generate_keypair(private, self.tmp / "journal.pub")
+        return private
+
+    async def perform(self) -> Trace:
+        recorder = self._recorder()
+        try:
+            async with anyio.create_task_group() as group:
+                for index, step in enumerate(self.when):
+                    await self._step(index, step, recorder, group)
+                if self.scope is not None:
+                    with anyio.move_on_after(WAIT_LIMIT + TURN_LIMIT):
+                        await self.done.wait()
+        finally:
+            close = getattr(self.journal.inner if self.journal else None, "close", None)
+            if close is not None:
+                close()
+        return self.tracer.events
+
+    async def _turn(
+        self,
+        recorder: DispatchRecorder | None,
+        task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
+    ) -> None:
+        parts = Participants(self.given, self.tracer)
+        self.tracer.emit("turn_start")
+        try:
+            with anyio.CancelScope(deadline=anyio.current_time() + TURN_LIMIT) as scope:
+                self.scope = scope
+                task_status.started()
+                try:
+                    messages = await self.impl.run_turn(
+                        prompt=str(self.given.get("prompt", "go")),
+                        provider=parts, tools=parts, policy=parts, recorder=recorder,
+                        approver=parts.approve,
+                        record_time_limit=self.given.get("record_time_limit", 10.0),
+                        commit_time_limit=self.given.get("commit_time_limit", 10.0),
+                    )  # fmt: skip
+                except anyio.get_cancelled_exc_class():
+                    if not self.cancelled:
+                        self.tracer.emit("kit_timeout", seconds=TURN_LIMIT)
+                    self.tracer.emit("turn_end", outcome="cancelled")
+                    raise
+                except Exception as error:
+                    self.tracer.emit("turn_end", outcome="error", error=str(error))
+                    return
+                self.tracer.emit("turn_end", outcome="completed", messages=dump(messages))
+        finally:
+            self.done.set()
+
+    async def _wait(self, index: int, what: str, ready: Callable[[], bool]) -> None:
+        try:
+            with anyio.fail_after(WAIT_LIMIT):
+                while not ready():
+                    await anyio.sleep(0.001)
+        except TimeoutError:
+            raise ImplementationError(
+                f"step {index}: {what} did not happen within {WAIT_LIMIT} s",
+                context=self.tracer.tail(),
+            ) from None
+        await anyio.wait_all_tasks_blocked()
+
+    async def _step(
+        self, index: int, step: dict[str, Any], recorder: DispatchRecorder | None, group: TaskGroup
+    ) -> None:
+        verb = step_verb(step)
+        body = step[verb]
+        if verb == "turn":
+            await self._turn(recorder)
+        elif verb == "start_turn":
+            await group.start(self._turn, recorder)
+        elif verb in ("wait_record", "wait_commit"):
+            kind, wanted = verb.removeprefix("wait_"), int(body.get("count", 1))
+            await self._wait(
+                index,
+                f"{wanted} {kind} call(s)",
+                lambda: self.tracer.count(f"{kind}_enter") >= wanted,
+            )
+        elif verb == "release":
+            self.tracer.emit("gate_released", gate=body)
+            self.gates[body].set()
+            await anyio.wait_all_tasks_blocked()
+        elif verb == "release_late":
+            await self._wait(
+                index, f"a call blocked on gate {body}", lambda: body in self.gates.entered
+            )
+            limit = float(self.given.get("record_time_limit", 0.0))
+            # Not a sleep for ordering: the gate must open only once the limit has passed.
+            await anyio.sleep(
+                max(0.0, self.gates.entered[body] + limit - anyio.current_time()) + 0.02
+            )
+            self.tracer.emit("gate_released", gate=body, after_limit=limit)
+            self.gates[body].set()
+            await anyio.wait_all_tasks_blocked()
+        elif verb == "cancel":
+            self.tracer.emit("cancel_requested")
+            self.cancelled = True
+            assert self.scope is not None
+            self.scope.cancel()
+        elif verb == "join":
+            with anyio.move_on_after(WAIT_LIMIT + TURN_LIMIT):
+                await self.done.wait()
+        elif verb == "verify_journal":
+            self._verify(body)
+        elif verb == "tamper_journal":
+            assert self.journal is not None
+            tamper(self.journal.path, body)
+            self.tracer.emit("journal_tampered", op=body)
+
+    def _verify(self, body: Mapping[str, Any]) -> None:
+        assert self.journal is not None
+        ok_records = self.tracer.count("record_exit", outcome="ok")
+        expected = ok_records if body.get("anchored") else None
+        found = self.impl.verify_journal(
+            self.journal.path, self.public_key, expected_entries=expected
+        )
+        self.tracer.emit(
+            "journal_verify", ok=bool(found.ok), bad_index=found.bad_index, reason=found.reason,
+            torn_tail=bool(found.torn_tail), entries=len(found.entries),
+            mutations=[dict(e.mutation) for e in found.entries],
+        )  # fmt: skip

@@ -1,0 +1,413 @@
+"""Deliberately broken dispatch recorders ("mutants"), one broken DR rule each.
+
+Each mutant is the reference with one plausible mistake: an executor stage, the turn
+loop, the journal or its verifier replaced by a subclass whose few lines *are* the bug.
+``tests/test_dr_mutants.py`` demands that the shipped scenarios give each one a ``fail``
+from a scenario citing its rule. Mutants are ordinary adapters too::
+
+    seamspec run --impl mutant:dr-apply-before-record
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+from seamspec import __version__
+from seamspec.conformance._contracts.dispatch_recorder.driver import DispatchRecorderDriver
+from seamspec.conformance._contracts.dispatch_recorder.reference_adapter import ReferenceDispatch
+from seamspec.conformance._core.python_adapter import PythonAdapter
+from seamspec.reference import (
+    OK,
+    ContextInjection,
+    Decision,
+    DispatchMutation,
+    InputRewrite,
+    JournalEntry,
+    JournalRecorder,
+    Message,
+    MutationKind,
+    RecorderBase,
+    RecordError,
+    RecordOutcome,
+    Signer,
+    ToolCall,
+    ToolExecutor,
+    ToolInvocation,
+    Verification,
+    run_turn,
+)
+from seamspec.reference._dispatch_recorder.journal_format import entry_hash, signed_bytes
+from seamspec.reference._dispatch_recorder.turn_loop import CommitFailed
+
+__all__ = ["MUTANTS", "DrMutant", "mutant_adapter"]
+
+
+# --------------------------------------------------------------------------------------
+# Executor mutants: each overrides one stage of the reference ToolExecutor.
+
+
+class _ApplyBeforeRecord(ToolExecutor):
+    """Applies a pre-dispatch mutation at once and records it after the tool ran."""
+
+    async def _prepare(self, call: ToolCall, decision: Decision) -> ToolInvocation | Any:
+        mutation = self._pre_mutation(call, decision)
+        if mutation is None:
+            return await super()._prepare(call, decision)
+        invocation = self._applied(call, mutation.kind)
+        self._owed: DispatchMutation | None = mutation
+        return invocation
+
+    async def _run(self, invocation: ToolInvocation) -> str:
+        result = await super()._run(invocation)
+        owed = getattr(self, "_owed", None)
+        if owed is not None:
+            self._owed = None
+            await self.record(owed)
+        return result
+
+
+class _RecordTwice(ToolExecutor):
+    """Retries every successful record once more "to be safe": two entries per mutation."""
+
+    async def record(self, mutation: DispatchMutation) -> RecordOutcome:
+        outcome = await super().record(mutation)
+        return await super().record(mutation) if outcome == OK else outcome
+
+
+class _RewriteRunsOriginal(ToolExecutor):
+    """Records the rewrite, then runs the call with its original arguments."""
+
+    def _applied(self, call: ToolCall, kind: MutationKind) -> ToolInvocation:
+        if isinstance(kind, InputRewrite):
+            return ToolInvocation(call.id, call.name, call.args)
+        return super()._applied(call, kind)
+
+
+class _FailOpen(ToolExecutor):
+    """When a pre-dispatch record fails, runs the call as proposed instead of denying it."""
+
+    kind: type = InputRewrite
+
+    async def _prepare(self, call: ToolCall, decision: Decision) -> ToolInvocation | Any:
+        mutation = self._pre_mutation(call, decision)
+        if mutation is None or not isinstance(mutation.kind, self.kind):
+            return await super()._prepare(call, decision)
+        outcome = await self.record(mutation)
+        if isinstance(outcome, RecordError):
+            return ToolInvocation(call.id, call.name, call.args)
+        return self._applied(call, mutation.kind)
+
+
+class _InjectFailOpen(_FailOpen):
+    kind = ContextInjection
+
+
+class _InjectNotPassed(ToolExecutor):
+    """Records the injection and shows it to the model, but runs the tool without it."""
+
+    def _applied(self, call: ToolCall, kind: MutationKind) -> ToolInvocation:
+        if isinstance(kind, ContextInjection):
+            return ToolInvocation(call.id, call.name, call.args)
+        return super()._applied(call, kind)
+
+
+class _RedactReleasesOriginal(ToolExecutor):
+    """Records the redaction, then releases the original result anyway."""
+
+    async def _release(self, call: ToolCall, result: str) -> tuple[str, tuple[str, ...]]:
+        released, errors = await super()._release(call, result)
+        return (result, errors) if not errors else (released, errors)
+
+
+class _RedactFailReleasesOriginal(ToolExecutor):
+    """When the redaction cannot be recorded, releases the original (fail open)."""
+
+    async def _release(self, call: ToolCall, result: str) -> tuple[str, tuple[str, ...]]:
+        released, errors = await super()._release(call, result)
+        return (result, errors) if errors else (released, errors)
+
+
+class _AbsentApplies(ToolExecutor):
+    """With no recorder, applies mutations unrecorded instead of dropping them."""
+
+    async def _prepare(self, call: ToolCall, decision: Decision) -> ToolInvocation | Any:
+        if self.recorder is None:
+            self.recorder = _Yes()
+            try:
+                return await super()._prepare(call, decision)
+            finally:
+                self.recorder = None
+        return await super()._prepare(call, decision)
+
+
+class _Yes(RecorderBase):
+    async def record(self, mutation: DispatchMutation) -> RecordOutcome:
+        return OK
+
+
+class _RecordsAllow(ToolExecutor):
+    """Records every dispatch, allowed calls included, as a no-op rewrite."""
+
+    def _pre_mutation(self, call: ToolCall, decision: Decision) -> DispatchMutation | None:
+        found = super()._pre_mutation(call, decision)
+        if found is None and self.recorder is not None:
+            return DispatchMutation(call.id, call.name, InputRewrite(call.args, call.args))
+        return found
+
+
+class _RaiseIsOk(ToolExecutor):
+    """Treats a recorder that raised as having recorded ("it probably got through")."""
+
+    async def record(self, mutation: DispatchMutation) -> RecordOutcome:
+        outcome = await super().record(mutation)
+        if isinstance(outcome, RecordError) and "raised" in outcome.reason:
+            return OK
+        return outcome
+
+
+class _LateOkApplied(ToolExecutor):
+    """Checks ``cancelled_caught`` instead of ``cancel_called``: a late OK is honoured."""
+
+    async def record(self, mutation: DispatchMutation) -> RecordOutcome:
+        assert self.recorder is not None
+        with anyio.move_on_after(self.record_time_limit) as limit:
+            try:
+                return await self.recorder.record(mutation)
+            except Exception as error:
+                return RecordError(repr(error))
+        assert limit.cancelled_caught
+        return RecordError("timed out")
+
+
+class _CancelSwallowed(ToolExecutor):
+    """Catches ``BaseException`` around ``record``: cancellation becomes a record error."""
+
+    async def record(self, mutation: DispatchMutation) -> RecordOutcome:
+        try:
+            return await super().record(mutation)
+        except BaseException as error:
+            return RecordError(f"record interrupted: {error!r}")
+
+
+class _BothOneRecord(ToolExecutor):
+    """Thinks one record covers a call: after a recorded pre-mutation, redacts unrecorded."""
+
+    async def _prepare(self, call: ToolCall, decision: Decision) -> ToolInvocation | Any:
+        self._covered = self._pre_mutation(call, decision) is not None
+        return await super()._prepare(call, decision)
+
+    async def _release(self, call: ToolCall, result: str) -> tuple[str, tuple[str, ...]]:
+        if getattr(self, "_covered", False):
+            redacted = await self.policy.after_dispatch(call, result)
+            return (result if redacted is None else redacted), ()
+        return await super()._release(call, result)
+
+
+# --------------------------------------------------------------------------------------
+# Turn-loop mutants.
+
+
+async def _loop(
+    prompt: str, provider: Any, executor: ToolExecutor, *, mode: str
+) -> Sequence[Message]:
+    """A turn loop with one of three commit mistakes (see the mutant statements)."""
+    messages = [Message("user", prompt)]
+    pending: list[Message] | None = None
+    for _ in range(64):
+        step = await provider.next_step(tuple(messages))
+        if pending is not None:  # "pipelined": commits the previous step only now
+            await _commit_or_fail(executor, pending, mode)
+            pending = None
+        accepted = [Message("assistant", step.text, tool_calls=step.tool_calls)]
+        for call in step.tool_calls:
+            accepted.extend((await executor.execute(call)).messages)
+        messages.extend(accepted)
+        if executor.recorder is not None:
+            if mode == "pipelined" and step.tool_calls:
+                pending = accepted
+            else:
+                await _commit_or_fail(executor, accepted, mode)
+        if not step.tool_calls:
+            return messages
+    return messages
+
+
+async def _commit_or_fail(executor: ToolExecutor, accepted: list[Message], mode: str) -> None:
+    recorder = executor.recorder
+    assert recorder is not None
+    if mode == "default-fails" and (
+        type(recorder).commit_accepted_step is RecorderBase.commit_accepted_step
+    ):
+        raise CommitFailed(0, "the recorder supplies no durability barrier", accepted)
+    try:
+        outcome = await recorder.commit_accepted_step(accepted)
+    except Exception:
+        outcome = RecordError("raised")
+    if isinstance(outcome, RecordError) and mode != "swallow":
+        raise CommitFailed(0, outcome.reason, accepted)
+
+
+# --------------------------------------------------------------------------------------
+# Journal mutants.
+
+
+class _JournalOkBeforeFsync(JournalRecorder):
+    """Acknowledges each batch once it is written; the real fsync waits for ``close``."""
+
+    _deferred_fsync: Callable[[int], None] = os.fsync
+
+    @classmethod
+    def open(
+        cls,
+        path: str | os.PathLike[str],
+        signer: Signer,
+        *,
+        fsync: Callable[[int], None] = os.fsync,
+        workers: int | None = None,
+    ) -> JournalRecorder:
+        recorder = super().open(path, signer, fsync=lambda fd: None, workers=workers)
+        assert isinstance(recorder, _JournalOkBeforeFsync)
+        recorder._deferred_fsync = fsync
+        return recorder
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            self._deferred_fsync(self._fd)
+        super().close()
+
+
+def _verify_without_chain(data: bytes, key: Ed25519PublicKey) -> Verification:
+    """Checks each line's signature over its own ``seq`` and ``prev``, not the chain."""
+    found = Verification()
+    for index, line in enumerate(data.splitlines(keepends=True)):
+        try:
+            entry = json.loads(line)
+            signed = signed_bytes(entry["seq"], entry["prev"], entry["mutation"])
+            key.verify(bytes.fromhex(entry["sig"]), signed)
+        except (ValueError, KeyError, TypeError, InvalidSignature):
+            found.bad_index, found.reason = index, "bad entry"
+            return found
+        digest = entry_hash(signed)
+        found.entries.append(JournalEntry(index, entry["prev"], entry["mutation"], digest, 0, 0))
+    return found
+
+
+# --------------------------------------------------------------------------------------
+# The registry.
+
+
+@dataclass(frozen=True)
+class DrMutant:
+    """One named bug: the rule it breaks, what it does wrong, and how to build it."""
+
+    name: str
+    rule: str
+    statement: str
+    executor: type[ToolExecutor] = ToolExecutor
+    loop_mode: str | None = None
+    journal: type[JournalRecorder] = JournalRecorder
+    lax_verify: bool = False
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def implementation(self) -> ReferenceDispatch:
+        mutant = self
+
+        class Implementation(ReferenceDispatch):
+            executor = mutant.executor
+            journal = mutant.journal
+
+            async def loop(
+                self, prompt: str, provider: Any, executor: ToolExecutor, limit: float | None
+            ) -> Sequence[Message]:
+                if mutant.loop_mode is None:
+                    result = await run_turn(prompt, provider, executor, commit_time_limit=limit)
+                    return result.messages
+                return await _loop(prompt, provider, executor, mode=mutant.loop_mode)
+
+            def verify_journal(
+                self, path: Path, public_key: Ed25519PublicKey, *, expected_entries: int | None
+            ) -> Verification:
+                if mutant.lax_verify:
+                    return _verify_without_chain(path.read_bytes(), public_key)
+                return super().verify_journal(path, public_key, expected_entries=expected_entries)
+
+        return Implementation()
+
+
+_ALL = (
+    DrMutant("dr-apply-before-record", "DR-RECORD-FIRST",
+             "runs the tool with the rewritten args first and records the rewrite afterwards",
+             executor=_ApplyBeforeRecord),
+    DrMutant("dr-record-twice", "DR-ONE-RECORD",
+             "records every mutation twice (a retry after success)", executor=_RecordTwice),
+    DrMutant("dr-rewrite-runs-original", "DR-REWRITE",
+             "records the rewrite but runs the original arguments", executor=_RewriteRunsOriginal),
+    DrMutant("dr-rewrite-fail-open", "DR-REWRITE-FAIL",
+             "runs the call as proposed when the rewrite cannot be recorded", executor=_FailOpen),
+    DrMutant("dr-inject-not-passed", "DR-INJECT",
+             "records the injection but runs the tool without the context",
+             executor=_InjectNotPassed),
+    DrMutant("dr-inject-fail-open", "DR-INJECT-FAIL",
+             "runs the call without context when the injection cannot be recorded",
+             executor=_InjectFailOpen),
+    DrMutant("dr-redact-releases-original", "DR-REDACT",
+             "records the redaction, then releases the original result",
+             executor=_RedactReleasesOriginal),
+    DrMutant("dr-redact-fail-releases-original", "DR-REDACT-FAIL",
+             "releases the original result when the redaction cannot be recorded",
+             executor=_RedactFailReleasesOriginal),
+    DrMutant("dr-absent-applies-mutations", "DR-ABSENT",
+             "with no recorder, applies rewrites and injections unrecorded",
+             executor=_AbsentApplies),
+    DrMutant("dr-records-allow", "DR-NO-MUTATION",
+             "records allowed calls too, as a rewrite to the same arguments",
+             executor=_RecordsAllow),
+    DrMutant("dr-raise-is-ok", "DR-RAISE",
+             "treats a recorder that raised as a successful record", executor=_RaiseIsOk),
+    DrMutant("dr-late-ok-applied", "DR-HANG",
+             "honours an OK that arrives after the record time limit", executor=_LateOkApplied),
+    DrMutant("dr-cancel-swallowed", "DR-CANCEL",
+             "turns a cancellation during record into a record error and carries on",
+             executor=_CancelSwallowed),
+    DrMutant("dr-both-one-record", "DR-BOTH",
+             "after a recorded pre-dispatch mutation, applies the redaction unrecorded",
+             executor=_BothOneRecord),
+    DrMutant("dr-commit-pipelined", "DR-COMMIT-BARRIER",
+             "commits a step only after asking the provider for the next one",
+             loop_mode="pipelined"),
+    DrMutant("dr-commit-failure-swallowed", "DR-COMMIT-FAIL",
+             "ignores a failed commit and carries on with the turn", loop_mode="swallow"),
+    DrMutant("dr-commit-default-fails", "DR-COMMIT-DEFAULT",
+             "treats a recorder without its own commit_accepted_step as a failed barrier",
+             loop_mode="default-fails"),
+    DrMutant("dr-journal-ok-before-fsync", "DR-JOURNAL-DURABLE",
+             "the journal returns OK once the entry is written, before any fsync",
+             journal=_JournalOkBeforeFsync),
+    DrMutant("dr-journal-verify-ignores-chain", "DR-JOURNAL-VERIFY",
+             "verification checks each signature but not the chain or sequence",
+             lax_verify=True),
+)  # fmt: skip
+
+#: Every DR mutant by name, in catalogue order of the rule it breaks.
+MUTANTS: dict[str, DrMutant] = {mutant.name: mutant for mutant in _ALL}
+
+
+def mutant_adapter(name: str, backend: str = "asyncio") -> PythonAdapter:
+    """The named mutant as an adapter, built like the reference adapter."""
+    mutant = MUTANTS[name]
+    return PythonAdapter(
+        name=f"seamspec-mutant-{name}",
+        version=__version__,
+        drivers=[DispatchRecorderDriver(mutant.implementation())],
+        backend=backend,
+        details={"mutant": name, "breaks": mutant.rule},
+    )

@@ -1,0 +1,236 @@
+"""The scripted participants of a dispatch-recorder scenario, and the traced recorders.
+
+The provider, tools, policy and approver do exactly what ``given`` says and trace what
+they are asked; the recorders do the same for ``record`` and ``commit_accepted_step``.
+They are kept apart from the driver so that the driver reads as the list of steps.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from seamspec.conformance._contracts.dispatch_recorder.model import (
+    behaviour_for,
+    policy_for,
+    pre_kind,
+)
+from seamspec.conformance._core.tracer import Tracer
+from seamspec.reference import (
+    OK,
+    Allow,
+    Decision,
+    Deny,
+    DispatchMutation,
+    InjectContext,
+    Message,
+    ProviderStep,
+    RecorderBase,
+    RecordError,
+    RecordOutcome,
+    RequireApproval,
+    RewriteArgs,
+    ToolCall,
+    ToolInvocation,
+)
+
+__all__ = [
+    "Gates",
+    "Participants",
+    "ScriptedFailure",
+    "ScriptedRecordOnly",
+    "ScriptedRecorder",
+    "TracedJournal",
+    "dump",
+]
+
+
+class ScriptedFailure(Exception):
+    """The failure a scenario scripted for a participant (``raise: message``)."""
+
+
+def dump(messages: Sequence[Message]) -> list[dict[str, Any]]:
+    return [
+        {"role": m.role, "content": m.content, "tool_call_id": m.tool_call_id} for m in messages
+    ]
+
+
+class Participants:
+    """The scripted provider, tools, policy and approver of one scenario."""
+
+    def __init__(self, given: Mapping[str, Any], tracer: Tracer) -> None:
+        self.given = given
+        self.tracer = tracer
+        self.steps = 0
+
+    async def next_step(self, messages: Sequence[Message]) -> ProviderStep:
+        index = self.steps
+        self.steps += 1
+        self.tracer.emit("provider_call", step=index, messages=dump(messages))
+        await anyio.lowlevel.checkpoint()
+        script = self.given["provider"]
+        if index >= len(script):
+            return ProviderStep("")
+        step = script[index]
+        calls = tuple(ToolCall(c["id"], c["tool"], c["args"]) for c in step.get("calls", []))
+        return ProviderStep(step.get("final", ""), calls)
+
+    async def run(self, invocation: ToolInvocation) -> str:
+        self.tracer.emit(
+            "tool_run", call=invocation.call_id, tool=invocation.name, args=invocation.args,
+            context=list(invocation.context),
+        )  # fmt: skip
+        await anyio.lowlevel.checkpoint()
+        spec = self.given.get("tools", {}).get(invocation.name, {})
+        if "raise" in spec:
+            self.tracer.emit("tool_exit", call=invocation.call_id, raised=spec["raise"])
+            raise ScriptedFailure(spec["raise"])
+        result = spec.get("returns", f"{invocation.name} ran with {invocation.args}")
+        self.tracer.emit("tool_exit", call=invocation.call_id, result=result)
+        return str(result)
+
+    async def before_dispatch(self, call: ToolCall) -> Decision:
+        pre = policy_for(dict(self.given), call.id)["pre"]
+        kind = pre_kind({"pre": pre})
+        if kind == "deny":
+            return Deny(pre["deny"])
+        if kind == "approval":
+            return RequireApproval(pre["approval"])
+        if kind == "rewrite":
+            return RewriteArgs(pre["rewrite"])
+        if kind == "inject":
+            return InjectContext(pre["inject"])
+        return Allow()
+
+    async def after_dispatch(self, call: ToolCall, result: str) -> str | None:
+        redacted = policy_for(dict(self.given), call.id).get("redact")
+        return None if redacted is None else str(redacted)
+
+    async def approve(self, call: ToolCall, reason: str) -> bool:
+        approved = bool(policy_for(dict(self.given), call.id).get("approve", False))
+        self.tracer.emit("approval", call=call.id, approved=approved)
+        return approved
+
+
+class Gates:
+    def __init__(self) -> None:
+        self.events: dict[str, anyio.Event] = {}
+        self.entered: dict[str, float] = {}
+
+    def __getitem__(self, name: str) -> anyio.Event:
+        return self.events.setdefault(name, anyio.Event())
+
+
+async def _perform(behaviour: dict[str, Any], gates: Gates) -> RecordOutcome:
+    await anyio.lowlevel.checkpoint()
+    if "gate" in behaviour:
+        gates.entered[behaviour["gate"]] = anyio.current_time()
+        if behaviour.get("late"):
+            # Completes late: deaf to the executor's time limit until released.
+            with anyio.CancelScope(shield=True):
+                await gates[behaviour["gate"]].wait()
+        else:
+            await gates[behaviour["gate"]].wait()
+    if behaviour.get("hang"):
+        await anyio.sleep_forever()
+    if "raise" in behaviour:
+        raise ScriptedFailure(behaviour["raise"])
+    if "error" in behaviour:
+        return RecordError(behaviour["error"])
+    return OK
+
+
+class _Traced:
+    """Shared tracing of ``record`` and ``commit_accepted_step`` calls."""
+
+    def __init__(self, tracer: Tracer) -> None:
+        self.tracer = tracer
+        self.records = 0
+        self.commits = 0
+
+    async def traced(self, what: str, n: int, work: Callable[[], Any], **fields: Any) -> Any:
+        self.tracer.emit(f"{what}_enter", n=n, **fields)
+        try:
+            outcome = await work()
+        except anyio.get_cancelled_exc_class():
+            self.tracer.emit(f"{what}_exit", n=n, outcome="cancelled")
+            raise
+        except Exception as error:
+            self.tracer.emit(f"{what}_exit", n=n, outcome="raised", error=repr(error))
+            raise
+        extra = {"reason": outcome.reason} if isinstance(outcome, RecordError) else {}
+        state = "error" if isinstance(outcome, RecordError) else "ok"
+        self.tracer.emit(f"{what}_exit", n=n, outcome=state, **extra, **self.after(state))
+        return outcome
+
+    def after(self, state: str) -> dict[str, Any]:
+        return {}
+
+    def enter_record(self, mutation: DispatchMutation) -> tuple[int, dict[str, Any]]:
+        n = self.records
+        self.records += 1
+        payload = mutation.to_json()
+        fields = {"call": mutation.tool_call_id, "tool": mutation.tool_name}
+        return n, {**fields, "kind": payload["kind"], "payload": payload}
+
+
+class ScriptedRecordOnly(_Traced, RecorderBase):
+    """A scripted recorder that does not override ``commit_accepted_step``."""
+
+    def __init__(self, script: Mapping[str, Any], tracer: Tracer, gates: Gates) -> None:
+        super().__init__(tracer)
+        self.script = script
+        self.gates = gates
+
+    async def record(self, mutation: DispatchMutation) -> RecordOutcome:
+        n, fields = self.enter_record(mutation)
+        behaviour = behaviour_for(self.script.get("record"), n)
+        outcome: RecordOutcome = await self.traced(
+            "record", n, lambda: _perform(behaviour, self.gates), **fields
+        )
+        return outcome
+
+
+class ScriptedRecorder(ScriptedRecordOnly):
+    """A scripted recorder with its own (traced, scripted) ``commit_accepted_step``."""
+
+    async def commit_accepted_step(self, messages: Sequence[Message]) -> RecordOutcome:
+        n = self.commits
+        self.commits += 1
+        behaviour = behaviour_for(self.script.get("commit"), n)
+        outcome: RecordOutcome = await self.traced(
+            "commit", n, lambda: _perform(behaviour, self.gates), messages=dump(messages)
+        )
+        return outcome
+
+
+class TracedJournal(_Traced, RecorderBase):
+    """The implementation's journal recorder, traced; commit is the protocol default."""
+
+    def __init__(self, inner: Any, tracer: Tracer, path: Path) -> None:
+        super().__init__(tracer)
+        self.inner = inner
+        self.path = path
+        self.durable = 0
+
+    def fsync(self, fd: int) -> None:
+        os.fsync(fd)
+        self.durable = os.fstat(fd).st_size
+        self.tracer.emit("journal_fsync", durable_bytes=self.durable)
+
+    def after(self, state: str) -> dict[str, Any]:
+        if state != "ok":
+            return {}
+        with open(self.path, "rb") as file:
+            return {"durable_entries": file.read(self.durable).count(b"\n")}
+
+    async def record(self, mutation: DispatchMutation) -> RecordOutcome:
+        n, fields = self.enter_record(mutation)
+        outcome: RecordOutcome = await self.traced(
+            "record", n, lambda: self.inner.record(mutation), **fields
+        )
+        return outcome

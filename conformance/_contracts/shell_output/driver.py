@@ -1,0 +1,385 @@
+"""Performs shell-output scenarios against any Python shell-output implementation.
+
+Two ways in, declared as features: ``soo-process`` runs the kit's emitter program as a
+real child process through the implementation's command runner; ``soo-session`` opens
+an observation session and feeds it chunks directly, which makes races that depend on
+exactly when a chunk is offered (after finish, after cancel) deterministic.
+
+The driver labels threads with opaque names (``t1``, ``t2``...): the caller's thread,
+every pipe-draining thread the implementation reports through ``thread_hook``, and the
+thread of every callback. The oracle compares labels only. Scripted observers block on
+gates that steps release; at the end every gate is released so no thread outlives the
+scenario, and the driver waits for the implementation to go idle so the trace is whole.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import tempfile
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+import anyio
+from anyio.abc import TaskGroup, TaskStatus
+
+from seamspec.conformance._contracts.shell_output.model import (
+    behaviour_for,
+    budget,
+    cap,
+    emitted_bytes,
+    has_finish,
+    step_verb,
+)
+from seamspec.conformance._core.adapter import Trace
+from seamspec.conformance._core.errors import ImplementationError
+from seamspec.conformance._core.tracer import Tracer
+from seamspec.reference._shell_output import emitter as _emitter
+
+__all__ = ["ShellOutputDriver", "ShellOutputImplementation", "emitter_command"]
+
+#: The most a step waits for something the implementation must do on its own.
+WAIT_LIMIT = 5.0
+#: How long one `run` may take before the kit gives up and records ``kit_timeout``.
+CALL_LIMIT = 5.0
+#: A program that cannot exist, for scenarios where spawning must fail.
+MISSING_PROGRAM = "/nonexistent/seamspec-missing-program"
+
+
+def emitter_command(script: Mapping[str, Any]) -> list[str]:
+    """The command line that runs the kit's emitter with ``script`` (see ``emitter``).
+
+    The emitter file is run by path, in isolated mode: it needs only the standard
+    library, and not importing the seamspec package keeps each child's start quick.
+    ``python -m seamspec.reference._shell_output.emitter SCRIPT`` is the same program.
+    """
+    return [sys.executable, "-I", _emitter.__file__, json.dumps(script)]
+
+
+@runtime_checkable
+class ShellOutputImplementation(Protocol):
+    """What an adapter author provides for a Python shell-output implementation.
+
+    ``make_shell`` builds a command runner for one scenario: ``output_cap`` and
+    ``live_budget`` per stream, ``policy(argv)`` returning a refusal reason or None (call
+    it before spawning), and ``thread_hook(role, invocation)`` to call on each of its
+    pipe-draining threads. Give each shell its own invocation counter starting at 1.
+    The shell must offer ``async run(argv, *, observer, timeout, on_invocation)``
+    returning a result with ``exit_code``, ``stdout``, ``stderr``, ``stdout_truncated``,
+    ``stderr_truncated``, ``timed_out`` (and raising when refused or unable to spawn);
+    ``observe(observer)`` returning a session with ``invocation``,
+    ``offer(stream_name, chunk)``, ``finish()`` and ``cancel()``; and
+    ``wait_idle(timeout) -> bool``, true once no callback is running or pending.
+    ``on_invocation(id)`` must be called as soon as an invocation takes an ID.
+    """
+
+    features: tuple[str, ...]
+
+    def make_shell(
+        self,
+        *,
+        output_cap: int,
+        live_budget: int,
+        policy: Callable[[Sequence[str]], str | None],
+        thread_hook: Callable[[str, int | None], None],
+    ) -> Any: ...
+
+
+class _Threads:
+    """Opaque, stable labels for thread objects (idents can be reused; objects are kept)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._labels: dict[threading.Thread, str] = {}
+
+    def label(self, thread: threading.Thread | None = None) -> str:
+        thread = thread or threading.current_thread()
+        with self._lock:
+            if thread not in self._labels:
+                self._labels[thread] = f"t{len(self._labels) + 1}"
+            return self._labels[thread]
+
+
+def _stream_name(stream: object) -> str:
+    return str(getattr(stream, "value", stream))
+
+
+class _ScriptedObserver:
+    """An observer that records every callback and does what the scenario scripted."""
+
+    def __init__(self, entry: Mapping[str, Any], run: _Run) -> None:
+        self.name = str(entry["name"])
+        self._entry = dict(entry)
+        self._run = run
+        self._lock = threading.Lock()
+        self._counts = {"on_output": 0, "on_finish": 0}
+
+    def on_output(self, invocation: int, stream: object, chunk: bytes) -> None:
+        self._call("on_output", invocation, stream=_stream_name(stream), hex=bytes(chunk).hex())
+
+    def on_finish(self, invocation: int) -> None:
+        self._call("on_finish", invocation)
+
+    def _call(self, hook: str, invocation: int, **fields: Any) -> None:
+        thread = self._run.threads.label()
+        with self._lock:
+            index = self._counts[hook]
+            self._counts[hook] += 1
+        behaviour = behaviour_for(self._entry, hook, index)
+        tracer = self._run.tracer
+        tracer.emit(
+            "callback_enter",
+            observer=self.name,
+            hook=hook,
+            invocation=invocation,
+            thread=thread,
+            **fields,
+        )
+        if "gate" in behaviour:
+            self._run.observer_gate(behaviour["gate"]).wait()
+        raises = "raise" in behaviour
+        tracer.emit(
+            "callback_exit",
+            observer=self.name,
+            hook=hook,
+            invocation=invocation,
+            thread=thread,
+            outcome="raised" if raises else "returned",
+        )
+        if raises:
+            raise RuntimeError(behaviour["raise"])
+
+
+class ShellOutputDriver:
+    """Runs one shell-output scenario (``given`` + ``when``) and returns its trace."""
+
+    contract = "shell-output"
+
+    def __init__(self, implementation: ShellOutputImplementation) -> None:
+        self.implementation = implementation
+
+    @property
+    def features(self) -> tuple[str, ...]:
+        return tuple(self.implementation.features)
+
+    async def perform(self, request: Mapping[str, Any]) -> Trace:
+        with tempfile.TemporaryDirectory(prefix="seamspec-soo-") as tmp:
+            return await _Run(self.implementation, request, Path(tmp)).perform()
+
+
+class _Run:
+    def __init__(
+        self, impl: ShellOutputImplementation, request: Mapping[str, Any], tmp: Path
+    ) -> None:
+        self.given: dict[str, Any] = dict(request["given"])
+        self.when: list[dict[str, Any]] = list(request["when"])
+        self.tracer = Tracer()
+        self.threads = _Threads()
+        self.gate_dir = tmp / "gates"
+        self.gate_dir.mkdir()
+        self._gates: dict[str, threading.Event] = {}
+        self._gates_lock = threading.Lock()
+        self.refused: set[tuple[str, ...]] = set()
+        self.observers = {o["name"]: self._observer(o) for o in self.given.get("observers", [])}
+        self.scopes: dict[str, anyio.CancelScope] = {}
+        self.done: dict[str, anyio.Event] = {}
+        self.sessions: dict[str, Any] = {}
+        self.cancelled: set[str] = set()
+        self.shell = impl.make_shell(
+            output_cap=cap(self.given),
+            live_budget=budget(self.given),
+            policy=self._policy,
+            thread_hook=self._thread_hook,
+        )
+
+    def _observer(self, entry: Mapping[str, Any]) -> Any:
+        scripted = _ScriptedObserver(entry, self)
+        if has_finish(dict(entry)):
+            return scripted
+
+        def plain(invocation: int, stream: object, chunk: bytes) -> None:
+            scripted.on_output(invocation, stream, chunk)
+
+        return plain
+
+    def observer_gate(self, name: str) -> threading.Event:
+        with self._gates_lock:
+            return self._gates.setdefault(name, threading.Event())
+
+    def _policy(self, argv: Sequence[str]) -> str | None:
+        return "refused by the scenario's policy" if tuple(argv) in self.refused else None
+
+    def _thread_hook(self, role: str, invocation: int | None) -> None:
+        self.tracer.emit("thread", role=role, invocation=invocation, thread=self.threads.label())
+
+    async def perform(self) -> Trace:
+        self.tracer.emit("thread", role="caller", invocation=None, thread=self.threads.label())
+        try:
+            async with anyio.create_task_group() as group:
+                for index, step in enumerate(self.when):
+                    await self._step(index, step, group)
+                await self._wait_calls(kit_timeout=True)
+                self._release_all()
+                await self._wait_calls(kit_timeout=False)
+        finally:
+            self._release_all()
+        idle = await anyio.to_thread.run_sync(self.shell.wait_idle, WAIT_LIMIT)
+        self.tracer.emit("idle", ok=bool(idle))
+        return self.tracer.events
+
+    def _release_all(self) -> None:
+        with self._gates_lock:
+            for event in self._gates.values():
+                event.set()
+        for step in self.when:
+            verb = step_verb(step)
+            for s in step[verb].get("script", []) if verb in ("run", "start") else []:
+                if "wait" in s:
+                    (self.gate_dir / str(s["wait"])).touch()
+
+    async def _wait_calls(self, *, kit_timeout: bool) -> None:
+        for ident, event in self.done.items():
+            with anyio.move_on_after(WAIT_LIMIT):
+                await event.wait()
+            if event.is_set():
+                continue
+            if kit_timeout:
+                self.tracer.emit("kit_timeout", call=ident, waiting="end")
+                self.scopes[ident].cancel()
+            else:
+                raise ImplementationError(
+                    f"call {ident!r} did not end even after every gate was released and it "
+                    f"was cancelled",
+                    context=self.tracer.tail(),
+                )
+
+    async def _sync(self, what: str, function: Callable[[], Any]) -> Any:
+        """Call the implementation's synchronous API from a worker thread, with a limit.
+
+        The worker counts as the caller's thread (callbacks must not run on it), and an
+        API that blocks (waiting for an observer) costs a ``kit_timeout``, not a hang.
+        """
+
+        def call() -> Any:
+            self.tracer.emit("thread", role="caller", invocation=None, thread=self.threads.label())
+            return function()
+
+        with anyio.move_on_after(WAIT_LIMIT):
+            return await anyio.to_thread.run_sync(call, abandon_on_cancel=True)
+        self.tracer.emit("kit_timeout", call=what, waiting="api")
+        return None
+
+    async def _step(self, index: int, step: dict[str, Any], group: TaskGroup) -> None:
+        verb = step_verb(step)
+        body = step[verb]
+        if verb == "run":
+            await self._process(body)
+        elif verb == "start":
+            await group.start(self._process, body)
+        elif verb == "open":
+            await self._open(body)
+        elif verb == "emit":
+            chunk = emitted_bytes(body)
+            self.tracer.emit("offer", call=body["id"], stream=body["stream"], hex=chunk.hex())
+            session = self.sessions[body["id"]]
+            await self._sync(body["id"], lambda: session.offer(body["stream"], chunk))
+        elif verb == "finish":
+            self.tracer.emit("finish_requested", call=body)
+            await self._sync(body, self.sessions[body].finish)
+        elif verb == "cancel":
+            self.tracer.emit("cancel_requested", call=body)
+            self.cancelled.add(body)
+            if body in self.sessions:
+                await self._sync(body, self.sessions[body].cancel)
+            else:
+                self.scopes[body].cancel()
+            self.tracer.emit("cancel_returned", call=body)
+        elif verb == "join":
+            with anyio.move_on_after(WAIT_LIMIT):
+                await self.done[body].wait()
+            if not self.done[body].is_set():
+                self.tracer.emit("kit_timeout", call=body, waiting="join")
+        elif verb == "release":
+            self.tracer.emit("gate_released", gate=body)
+            self.observer_gate(body).set()
+            (self.gate_dir / body).touch()
+        elif verb == "wait_entered":
+            await self._wait_entered(index, body)
+
+    async def _wait_entered(self, index: int, body: dict[str, Any]) -> None:
+        wanted = int(body.get("count", 1))
+        hook = body.get("hook", "on_output")
+        with anyio.move_on_after(WAIT_LIMIT):
+            while (
+                self.tracer.count("callback_enter", observer=body["observer"], hook=hook) < wanted
+            ):
+                await anyio.sleep(0.001)
+            return
+        self.tracer.emit(
+            "kit_timeout", observer=body["observer"], hook=hook, waiting="entered", step=index
+        )
+
+    async def _open(self, body: dict[str, Any]) -> None:
+        ident = body["id"]
+        self.tracer.emit("run_start", call=ident)
+        session = await self._sync(
+            ident, lambda: self.shell.observe(self.observers[body["observer"]])
+        )
+        if session is None:
+            raise ImplementationError(f"observe() did not return for {ident!r}")
+        self.sessions[ident] = session
+        self.tracer.emit("invocation", call=ident, invocation=int(session.invocation))
+
+    async def _process(
+        self, body: dict[str, Any], task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+    ) -> None:
+        ident = body["id"]
+        done = self.done.setdefault(ident, anyio.Event())
+        script = {"call": ident, "gates": str(self.gate_dir), "steps": body.get("script", [])}
+        argv = emitter_command(script)
+        if body.get("missing_program"):
+            argv[0] = MISSING_PROGRAM
+        if body.get("refused"):
+            self.refused.add(tuple(argv))
+        observer = self.observers.get(body["observer"]) if "observer" in body else None
+        timeout = body.get("timeout", self.given.get("timeout"))
+        self.tracer.emit("run_start", call=ident)
+        try:
+            with anyio.CancelScope() as scope:
+                self.scopes[ident] = scope
+                scope.deadline = anyio.current_time() + CALL_LIMIT
+                task_status.started()
+                try:
+                    result = await self.shell.run(
+                        argv,
+                        observer=observer,
+                        timeout=timeout,
+                        on_invocation=lambda i: self.tracer.emit(
+                            "invocation", call=ident, invocation=int(i)
+                        ),
+                    )
+                except anyio.get_cancelled_exc_class():
+                    if ident not in self.cancelled:
+                        self.tracer.emit("kit_timeout", call=ident, waiting="run")
+                    self.tracer.emit("run_end", call=ident, outcome="cancelled")
+                    raise
+                except Exception as error:
+                    self.tracer.emit("run_end", call=ident, outcome="raised", error=repr(error))
+                    return
+                self.tracer.emit(
+                    "run_end",
+                    call=ident,
+                    outcome="returned",
+                    result={
+                        "exit_code": result.exit_code,
+                        "stdout_hex": bytes(result.stdout).hex(),
+                        "stderr_hex": bytes(result.stderr).hex(),
+                        "stdout_truncated": bool(result.stdout_truncated),
+                        "stderr_truncated": bool(result.stderr_truncated),
+                        "timed_out": bool(result.timed_out),
+                    },
+                )
+        finally:
+            done.set()

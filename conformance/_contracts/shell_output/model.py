@@ -1,0 +1,138 @@
+"""What a shell-output scenario means, shared by the linter, the driver and the judges.
+
+One module reads ``given``/``when`` for everyone, so the driver that performs a scenario
+and the oracle that judges it cannot disagree about what the child wrote, which budget
+applies or which gate a step releases.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from seamspec.reference._shell_output.emitter import expected_exit, expected_output
+
+__all__ = [
+    "CALL_VERBS",
+    "DEFAULT_CAP",
+    "behaviour_for",
+    "budget",
+    "cap",
+    "expected_exit",
+    "expected_output",
+    "lint",
+    "step_verb",
+]
+
+#: Steps that create an invocation (a call), by the driver that performs them.
+PROCESS_VERBS = ("run", "start")
+SESSION_VERBS = ("open",)
+CALL_VERBS = (*PROCESS_VERBS, *SESSION_VERBS)
+HOOKS = ("on_output", "on_finish")
+DEFAULT_CAP = 1024 * 1024
+
+PROCESS_FEATURE = "soo-process"
+SESSION_FEATURE = "soo-session"
+
+
+def step_verb(step: dict[str, Any]) -> str:
+    return next(k for k in step if k != "note")
+
+
+def cap(given: dict[str, Any]) -> int:
+    """The result's per-stream output cap."""
+    return int(given.get("cap", DEFAULT_CAP))
+
+
+def budget(given: dict[str, Any]) -> int:
+    """The live per-stream budget: the output cap unless the scenario sets its own."""
+    return int(given.get("budget", cap(given)))
+
+
+def behaviour_for(entry: dict[str, Any], hook: str, call_index: int) -> dict[str, Any]:
+    """The scripted behaviour of the ``call_index``-th (0-based) call of ``hook``."""
+    script = entry.get(hook, {})
+    if isinstance(script, list):
+        return dict(script[min(call_index, len(script) - 1)])
+    return dict(script)
+
+
+def has_finish(entry: dict[str, Any]) -> bool:
+    """A plain-callable observer has no ``on_finish`` at all."""
+    return not entry.get("callable", False)
+
+
+def offered(when: list[dict[str, Any]], call: str) -> dict[str, list[tuple[int, bytes]]]:
+    """Session scenarios: what each ``emit`` step offers to ``call``, by stream, with index."""
+    out: dict[str, list[tuple[int, bytes]]] = {"stdout": [], "stderr": []}
+    for index, step in enumerate(when):
+        if step_verb(step) == "emit" and step["emit"]["id"] == call:
+            out[step["emit"]["stream"]].append((index, emitted_bytes(step["emit"])))
+    return out
+
+
+def emitted_bytes(body: dict[str, Any]) -> bytes:
+    return bytes.fromhex(body["hex"]) if "hex" in body else str(body.get("text", "")).encode()
+
+
+def script_gates(script: list[dict[str, Any]]) -> set[str]:
+    return {str(s["wait"]) for s in script if "wait" in s}
+
+
+def lint(data: dict[str, Any]) -> list[tuple[tuple[str | int, ...], str]]:
+    """Cross-references the schema cannot express: names, gates, ids and features."""
+    problems: list[tuple[tuple[str | int, ...], str]] = []
+    given, when, then = data["given"], data["when"], data["then"]
+    names = [o["name"] for o in given.get("observers", [])]
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        problems.append((("given", "observers"), f"observer names must be unique: {dupes}"))
+    gates: set[str] = set()
+    for entry in given.get("observers", []):
+        for hook in HOOKS:
+            script = entry.get(hook, [])
+            for b in script if isinstance(script, list) else [script]:
+                if "gate" in b:
+                    gates.add(b["gate"])
+    calls: dict[str, str] = {}
+    verbs = {step_verb(s) for s in when}
+    requires = set(data.get("requires", []))
+    if verbs & set(PROCESS_VERBS) and PROCESS_FEATURE not in requires:
+        problems.append((("requires",), f"run/start steps need `requires: [{PROCESS_FEATURE}]`"))
+    if verbs & set(SESSION_VERBS) and SESSION_FEATURE not in requires:
+        problems.append((("requires",), f"open steps need `requires: [{SESSION_FEATURE}]`"))
+    if verbs & set(PROCESS_VERBS) and verbs & {"open", "emit", "finish"}:
+        problems.append((("when",), "a scenario drives either processes or sessions, not both"))
+    for index, step in enumerate(when):
+        verb = step_verb(step)
+        body = step[verb]
+        at: tuple[str | int, ...] = ("when", index, verb)
+        if verb in CALL_VERBS:
+            if body["id"] in calls:
+                problems.append((at, f"call id {body['id']!r} is used twice"))
+            calls[body["id"]] = verb
+            if "observer" in body and body["observer"] not in names:
+                problems.append((at, f"unknown observer {body['observer']!r}"))
+            if verb == "open" and "observer" not in body:
+                problems.append((at, "a session needs an observer"))
+            gates |= script_gates(body.get("script", []))
+        elif verb in ("emit", "finish"):
+            ident = body["id"] if verb == "emit" else body
+            if calls.get(ident) != "open":
+                problems.append((at, f"{verb} names {ident!r}, which no earlier `open` opened"))
+        elif verb == "cancel" and calls.get(body) not in ("start", "open"):
+            problems.append((at, f"cancel names {body!r}, not an earlier `start` or `open`"))
+        elif verb == "join" and calls.get(body) != "start":
+            problems.append((at, f"join names {body!r}, which no earlier `start` started"))
+        elif verb == "release" and body not in gates:
+            problems.append((at, f"gate {body!r} is not used by any observer or script"))
+        elif verb == "wait_entered" and body["observer"] not in names:
+            problems.append((at, f"unknown observer {body['observer']!r}"))
+    for section in ("outputs", "finishes"):
+        for key in then.get(section, {}):
+            if key not in names:
+                problems.append((("then", section, key), f"unknown observer {key!r}"))
+    for section in ("results", "ids"):
+        for key in then.get(section, {}):
+            if key not in calls:
+                problems.append((("then", section, key), f"{key!r} is not a call id"))
+    return problems

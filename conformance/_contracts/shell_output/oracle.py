@@ -1,0 +1,355 @@
+"""The shell-output oracle: every universal SOO rule, checked on any trace.
+
+From ``given``/``when`` (what each child writes, what each session is offered, the budget
+and cap) and the trace alone, it derives what a conforming implementation may and must
+have done, and names the rule each difference breaks. Thread identities are opaque
+labels: only equality between them matters.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from itertools import pairwise
+from typing import Any
+
+from seamspec.conformance._contracts.shell_output.history import STREAMS, Call, History
+from seamspec.conformance._contracts.shell_output.model import (
+    expected_exit,
+    expected_output,
+    has_finish,
+)
+
+__all__ = ["check"]
+
+Violation = tuple[str, str]
+
+
+class _Oracle(History):
+    def __init__(self, request: dict[str, Any], trace: list[dict[str, Any]]) -> None:
+        super().__init__(request, trace)
+        self.out: list[Violation] = []
+
+    def flag(self, rule: str, message: str) -> None:
+        if (rule, message) not in self.out:
+            self.out.append((rule, message))
+
+    # -- the checks ---------------------------------------------------------------------
+    def run(self) -> list[Violation]:
+        self.check_ids()
+        owned: set[int] = set()
+        for call in self.calls.values():
+            if call.invocation is not None:
+                owned.add(call.invocation)
+            self.check_call(call)
+        threads: dict[int, set[str]] = {}
+        for invocation, events in self.by_invocation.items():
+            threads[invocation] = {e.get("thread", "") for _, e in events}
+            if invocation not in owned:
+                self.flag(
+                    "SOO-IDS", f"callbacks for invocation {invocation}, which no call was given"
+                )
+        seen: dict[str, int] = {}
+        for invocation, labels in sorted(threads.items()):
+            for label in labels:
+                if label in seen and seen[label] != invocation:
+                    self.flag(
+                        "SOO-ISOLATION",
+                        f"invocations {seen[label]} and {invocation} "
+                        f"were both presented on thread {label}",
+                    )
+                seen.setdefault(label, invocation)
+        for i, e in self.waits:
+            busy = self.in_flight(i)
+            if busy:
+                self.flag(
+                    "SOO-ISOLATION",
+                    f"{e.get('observer')} got no {e.get('hook')} call "
+                    f"while invocation(s) {sorted(busy)} had a blocked callback",
+                )
+            else:
+                self.flag(
+                    "SOO-LIVE",
+                    f"{e.get('observer')} was not called {e.get('hook')} "
+                    "while its command was still running",
+                )
+        return self.out
+
+    def check_ids(self) -> None:
+        ordered = sorted(
+            (c for c in self.calls.values() if c.invocation is not None),
+            key=lambda c: c.invocation_at or 0,
+        )
+        ids = [c.invocation for c in ordered]
+        if len(set(ids)) != len(ids):
+            self.flag("SOO-IDS", f"invocation IDs repeat: {ids}")
+        if any(a >= b for a, b in pairwise(ids)):  # type: ignore[operator]
+            self.flag("SOO-IDS", f"invocation IDs do not increase in creation order: {ids}")
+        for c in self.calls.values():
+            if c.invocation is not None and "observer" not in c.body:
+                self.flag("SOO-IDS", f"{c.ident}: an unobserved invocation took ID {c.invocation}")
+
+    def check_call(self, call: Call) -> None:
+        if call.body.get("refused"):
+            self.check_refused(call)
+            return
+        if "observer" not in call.body:
+            self.check_envelope(call, panicked=False, finish_raised=False)
+            return
+        entry = self.entries[call.body["observer"]]
+        events = self.by_invocation.get(call.invocation, []) if call.invocation is not None else []
+        outputs = [
+            (i, e) for i, e in events if e["type"] == "callback_enter" and e["hook"] == "on_output"
+        ]
+        finishes = [
+            (i, e) for i, e in events if e["type"] == "callback_enter" and e["hook"] == "on_finish"
+        ]
+        raised = [
+            (i, e)
+            for i, e in events
+            if e["type"] == "callback_exit" and e.get("outcome") == "raised"
+        ]
+        panic_at = next((i for i, e in raised if e["hook"] == "on_output"), None)
+        finish_raised = any(e["hook"] == "on_finish" for _, e in raised)
+        name = f"{call.ident} (invocation {call.invocation})"
+        self.check_threads(name, events)
+        delivered = {
+            s: b"".join(bytes.fromhex(e.get("hex", "")) for _, e in outputs if e.get("stream") == s)
+            for s in STREAMS
+        }
+        allowed = self.allowed(call)
+        for _, e in outputs:
+            if not e.get("hex"):
+                self.flag("SOO-NONEMPTY", f"{name}: on_output got an empty chunk")
+        for s in STREAMS:
+            self.check_stream(
+                name,
+                call,
+                s,
+                [bytes.fromhex(e.get("hex", "")) for _, e in outputs if e.get("stream") == s],
+                allowed[s],
+            )
+        if panic_at is not None:
+            later = [e["hook"] for i, e in events if i > panic_at and e["type"] == "callback_enter"]
+            if later:
+                self.flag("SOO-PANIC", f"{name}: {later} called after on_output raised")
+        after_finish_panic = [
+            e["hook"]
+            for i, e in events
+            if e["type"] == "callback_enter" and finishes and i > finishes[0][0]
+        ]
+        if after_finish_panic:
+            self.flag("SOO-FINISH", f"{name}: {after_finish_panic} called after on_finish")
+        stop = self.stop_point(call)
+        if stop is not None:
+            rule, at, why = stop
+            if finishes:
+                self.flag(rule, f"{name}: on_finish was called after {why}")
+            busy = self.in_flight(at + 1) & {call.invocation} if call.invocation else set()
+            began = [e["hook"] for i, e in events if i > at and e["type"] == "callback_enter"]
+            if len(began) > (0 if busy else 1):
+                self.flag(rule, f"{name}: {began} began after {why}")
+        elif self.completed(call) and panic_at is None:
+            self.check_finish(
+                name,
+                call,
+                entry=entry,
+                outputs=outputs,
+                finishes=finishes,
+                delivered=delivered,
+                allowed=allowed,
+            )
+        if call.verb != "open":
+            self.check_envelope(call, panicked=panic_at is not None, finish_raised=finish_raised)
+        self.check_waits(name, call)
+
+    def check_refused(self, call: Call) -> None:
+        if call.invocation is not None:
+            self.flag(
+                "SOO-DENIED",
+                f"{call.ident}: a refused command took invocation ID {call.invocation}",
+            )
+            for _, e in self.by_invocation.get(call.invocation, []):
+                if e["type"] == "callback_enter":
+                    self.flag("SOO-DENIED", f"{call.ident}: a refused command got {e['hook']}")
+        if call.end is not None and call.end.get("outcome") == "returned":
+            self.flag("SOO-DENIED", f"{call.ident}: the refused command ran and returned a result")
+
+    def check_threads(self, name: str, events: list[tuple[int, dict[str, Any]]]) -> None:
+        labels = [e.get("thread", "") for _, e in events if e["type"] == "callback_enter"]
+        for label in set(labels):
+            if label in self.drains:
+                self.flag("SOO-THREAD", f"{name}: a callback ran on pipe-draining thread {label}")
+            if label in self.caller:
+                self.flag("SOO-THREAD", f"{name}: a callback ran on the caller's thread {label}")
+        if len(set(labels)) > 1:
+            self.flag(
+                "SOO-SERIAL", f"{name}: callbacks ran on several threads {sorted(set(labels))}"
+            )
+        depth = 0
+        for _, e in events:
+            depth += 1 if e["type"] == "callback_enter" else -1
+            if depth > 1:
+                self.flag("SOO-SERIAL", f"{name}: a callback started while another was running")
+
+    def check_stream(
+        self, name: str, call: Call, stream: str, chunks: list[bytes], allowed: bytes
+    ) -> None:
+        got = b"".join(chunks)
+        if len(got) > self.budget:
+            rule = "SOO-BUDGET-ZERO" if self.budget == 0 else "SOO-BUDGET"
+            self.flag(
+                rule, f"{name}: {len(got)} bytes of {stream} delivered; the budget is {self.budget}"
+            )
+        if allowed.startswith(got):
+            return
+        if call.verb == "open":
+            everything = self.offers(call, stream)
+        else:
+            everything = expected_output(call.body.get("script", []))[stream]
+        if everything.startswith(got):
+            self.flag(
+                "SOO-LATE",
+                f"{name}: {stream} delivered {got!r}, including bytes offered after it ended",
+            )
+        elif Counter(got) == Counter(allowed[: len(got)]) and len(chunks) > 1:
+            self.flag("SOO-PIPE-ORDER", f"{name}: {stream} chunks arrived out of order: {got!r}")
+        else:
+            self.flag("SOO-RAW", f"{name}: {stream} delivered {got!r}, not a prefix of {allowed!r}")
+
+    def check_finish(
+        self,
+        name: str,
+        call: Call,
+        *,
+        entry: dict[str, Any],
+        outputs: list[tuple[int, dict[str, Any]]],
+        finishes: list[tuple[int, dict[str, Any]]],
+        delivered: dict[str, bytes],
+        allowed: dict[str, bytes],
+    ) -> None:
+        zero = self.budget == 0
+        for s in STREAMS:
+            want = allowed[s][: self.budget]
+            if (
+                delivered[s] != want
+                and len(delivered[s]) < len(want)
+                and allowed[s].startswith(delivered[s])
+            ):
+                rule = "SOO-BUDGET" if len(allowed[s]) > self.budget else "SOO-FINISH"
+                self.flag(
+                    rule,
+                    f"{name}: {s} delivered {len(delivered[s])} of the {len(want)} bytes accepted",
+                )
+                if self.prior_finish_panic(call):
+                    self.flag(
+                        "SOO-FINISH-PANIC", f"{name}: an earlier on_finish failure changed delivery"
+                    )
+        if not self.idle:
+            self.flag("SOO-FINISH", f"{name}: observation never went idle after completion")
+        if not has_finish(entry):
+            return
+        if len(finishes) != 1:
+            self.flag(
+                "SOO-BUDGET-ZERO" if zero else "SOO-FINISH",
+                f"{name}: on_finish called {len(finishes)} times; expected once",
+            )
+            if self.prior_finish_panic(call):
+                self.flag(
+                    "SOO-FINISH-PANIC", f"{name}: an earlier on_finish failure changed delivery"
+                )
+        if finishes:
+            i, e = finishes[0]
+            if any(j > i for j, _ in outputs):
+                self.flag("SOO-FINISH", f"{name}: on_output came after on_finish")
+            if {o.get("thread") for _, o in outputs} - {e.get("thread")}:
+                self.flag("SOO-FINISH", f"{name}: on_finish ran on another thread than on_output")
+
+    def prior_finish_panic(self, call: Call) -> bool:
+        observer = call.body.get("observer")
+        return any(
+            e.get("type") == "callback_exit"
+            and e.get("hook") == "on_finish"
+            and e.get("outcome") == "raised"
+            and e.get("observer") == observer
+            for e in self.trace
+        )
+
+    def check_envelope(self, call: Call, *, panicked: bool, finish_raised: bool) -> None:
+        end = call.end
+        if end is None:
+            return
+        script = call.body.get("script", [])
+        culprit = ["SOO-PANIC"] if panicked else ["SOO-FINISH-PANIC"] if finish_raised else []
+        if call.body.get("missing_program"):
+            if end.get("outcome") == "returned":
+                self.flag(
+                    "SOO-ERROR-NO-FINISH",
+                    f"{call.ident}: a program that cannot run returned a result",
+                )
+            return
+        if end.get("outcome") == "raised":
+            for rule in ["SOO-ENVELOPE", *culprit]:
+                self.flag(rule, f"{call.ident}: the command raised {end.get('error')}")
+            return
+        if end.get("outcome") != "returned":
+            return
+        result = end.get("result", {})
+        written = expected_output(script)
+        hangs = expected_exit(script) is None
+        timeout = call.body.get("timeout", self.given.get("timeout"))
+        if result.get("timed_out"):
+            if timeout is None:
+                self.flag("SOO-TIMEOUT", f"{call.ident}: timed out with no time limit")
+            if result.get("exit_code") is not None:
+                self.flag(
+                    "SOO-TIMEOUT",
+                    f"{call.ident}: timed out yet reports exit code {result.get('exit_code')}",
+                )
+            for s in STREAMS:
+                if not written[s][: self.cap].startswith(bytes.fromhex(result.get(f"{s}_hex", ""))):
+                    self.flag(
+                        "SOO-ENVELOPE",
+                        f"{call.ident}: {s} of the timed-out result is not what the child wrote",
+                    )
+            return
+        if hangs:
+            self.flag(
+                "SOO-TIMEOUT", f"{call.ident}: a command that hangs returned without timing out"
+            )
+            return
+        want: dict[str, object] = {"exit_code": expected_exit(script), "timed_out": False}
+        for s in STREAMS:
+            want[f"{s}_hex"] = written[s][: self.cap].hex()
+            want[f"{s}_truncated"] = len(written[s]) > self.cap
+        wrong = {k: (result.get(k), v) for k, v in want.items() if result.get(k) != v}
+        if wrong:
+            for rule in ["SOO-ENVELOPE", *culprit]:
+                self.flag(rule, f"{call.ident}: result fields (observed, expected): {wrong}")
+
+    def check_waits(self, name: str, call: Call) -> None:
+        for i in call.kit_timeouts:
+            own = self.in_flight(i) & ({call.invocation} if call.invocation is not None else set())
+            others = self.in_flight(i, exclude=call.invocation)
+            if call.cancel_at is not None and call.cancel_at < i:
+                self.flag("SOO-CANCEL", f"{name}: the cancelled invocation did not end")
+            if call.body.get("timeout", self.given.get("timeout")) is not None:
+                self.flag("SOO-TIMEOUT", f"{name}: the time limit did not end the invocation")
+            if own:
+                self.flag("SOO-NO-WAIT", f"{name}: the invocation waited for its blocked observer")
+                self.flag("SOO-NO-STALL", f"{name}: a blocked observer stalled the invocation")
+            if others:
+                self.flag(
+                    "SOO-ISOLATION",
+                    f"{name}: did not end while invocation(s) {sorted(others)} were blocked",
+                )
+            if not own and not others and call.cancel_at is None:
+                self.flag(
+                    "SOO-NO-STALL", f"{name}: the invocation did not end within the kit's limit"
+                )
+
+
+def check(
+    request: dict[str, Any], _then: dict[str, Any], trace: list[dict[str, Any]]
+) -> list[Violation]:
+    """Every universal SOO rule this trace breaks, as (rule ID, explanation) pairs."""
+    return _Oracle(request, trace).run()

@@ -1,0 +1,293 @@
+"""Runs scenarios against one adapter and turns traces into verdicts.
+
+A scenario's status is decided here and nowhere else:
+
+- ``skip``: the implementation does not declare the contract or a required feature,
+  or its adapter raised :class:`Unsupported`;
+- ``error``: the implementation crashed, hung past the time limit, or returned
+  something that is not a trace; no verdict on the rules was possible;
+- ``fail``: the trace breaks the scenario's ``then`` or a universal rule (the oracle);
+- ``pass``: otherwise.
+
+A failure counts against conformance only at MUST level: SHOULD findings are warnings.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import traceback
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from seamspec.conformance._core.adapter import Adapter, ImplementationInfo, Trace
+from seamspec.conformance._core.catalogue import catalogue
+from seamspec.conformance._core.errors import ImplementationError, Unsupported
+from seamspec.conformance._core.manifest import ExpectedFailure
+from seamspec.conformance._core.registry import contract_judges
+from seamspec.conformance._core.scenario import Scenario
+
+__all__ = ["Finding", "RunResult", "Runner", "ScenarioResult", "Status"]
+
+Status = Literal["pass", "fail", "error", "skip", "xfail", "xpass"]
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One way a trace is wrong: a broken universal rule (oracle) or an unmet ``then``."""
+
+    source: Literal["oracle", "then"]
+    rule: str | None
+    level: Literal["MUST", "SHOULD"]
+    message: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "source": self.source,
+            "rule": self.rule,
+            "level": self.level,
+            "message": self.message,
+        }
+
+
+@dataclass
+class ScenarioResult:
+    scenario: Scenario
+    status: Status
+    detail: str = ""
+    findings: list[Finding] = field(default_factory=list)
+    duration: float = 0.0
+    trace: Trace | None = None
+    expected_failure: ExpectedFailure | None = None
+
+    @property
+    def level(self) -> Literal["MUST", "SHOULD"]:
+        """The level at which this result counts: MUST if any MUST finding, else SHOULD."""
+        if self.status == "fail":
+            return "MUST" if any(f.level == "MUST" for f in self.findings) else "SHOULD"
+        return "MUST" if self.scenario.level == "MUST" else "SHOULD"
+
+    @property
+    def is_failure(self) -> bool:
+        """A conformance failure: a MUST-level fail."""
+        return self.status == "fail" and self.level == "MUST"
+
+    @property
+    def is_warning(self) -> bool:
+        return self.status == "fail" and self.level == "SHOULD"
+
+    @property
+    def broken_rules(self) -> list[str]:
+        """The rules this result counts against.
+
+        The oracle names the exact rule it saw broken; when it saw nothing and only the
+        scenario's own ``then`` failed, the failure counts against the rules the scenario
+        cites, since that is all the kit knows.
+        """
+        pinned = {f.rule for f in self.findings if f.rule}
+        if pinned:
+            return sorted(pinned)
+        return sorted(self.scenario.rules) if self.findings else []
+
+
+@dataclass
+class RunResult:
+    implementation: ImplementationInfo
+    results: list[ScenarioResult]
+    started: float
+    duration: float
+    strict: bool = False
+
+    def summary(self) -> dict[str, int]:
+        counts = {
+            "passed": 0,
+            "failed": 0,
+            "skipped": 0,
+            "errors": 0,
+            "warnings": 0,
+            "xfailed": 0,
+            "xpassed": 0,
+        }
+        for r in self.results:
+            if r.status == "pass":
+                counts["passed"] += 1
+            elif r.is_failure:
+                counts["failed"] += 1
+            elif r.is_warning:
+                counts["warnings"] += 1
+            elif r.status == "skip":
+                counts["skipped"] += 1
+            elif r.status == "error":
+                counts["errors"] += 1
+            elif r.status == "xfail":
+                counts["xfailed"] += 1
+            elif r.status == "xpass":
+                counts["xpassed"] += 1
+        return counts
+
+    @property
+    def ok(self) -> bool:
+        """True when every MUST scenario passed or was expected to fail (exit code 0).
+
+        With ``strict``, an unexpected pass also fails the run: the manifest is stale.
+        """
+        s = self.summary()
+        return s["failed"] == 0 and s["errors"] == 0 and not (self.strict and s["xpassed"])
+
+
+def summary_line(summary: dict[str, int]) -> str:
+    line = f"{summary['passed']} passed, {summary['failed']} failed"
+    for key, word in (
+        ("skipped", "skipped"),
+        ("errors", "errors"),
+        ("xfailed", "xfailed"),
+        ("xpassed", "xpassed"),
+    ):
+        if summary.get(key):
+            line += f", {summary[key]} {word}"
+    return line
+
+
+def _validate_trace(trace: object) -> Trace:
+    if not isinstance(trace, list):
+        raise ImplementationError(
+            f"the adapter returned a {type(trace).__name__}, not a list of events"
+        )
+    for index, event in enumerate(trace):
+        if not isinstance(event, dict) or not isinstance(event.get("type"), str):
+            raise ImplementationError(
+                f"trace event {index} is not an object with a string 'type': {event!r:.200}"
+            )
+    try:
+        json.dumps(trace)
+    except (TypeError, ValueError) as error:
+        raise ImplementationError(f"the trace is not JSON data: {error}") from None
+    return trace
+
+
+class Runner:
+    """Runs scenarios one at a time against ``adapter``.
+
+    Each ``adapter.run`` happens in a daemon worker thread so that an implementation that
+    hangs costs ``timeout`` seconds and an ``error`` status, not the whole run.
+    """
+
+    def __init__(
+        self,
+        adapter: Adapter,
+        *,
+        timeout: float = 60.0,
+        on_result: Callable[[ScenarioResult], None] | None = None,
+        expected_failures: dict[str, ExpectedFailure] | None = None,
+        strict: bool = False,
+    ) -> None:
+        self.adapter = adapter
+        self.timeout = timeout
+        self.on_result = on_result
+        self.expected_failures = expected_failures or {}
+        self.strict = strict
+        self.info = adapter.info()
+
+    def run(
+        self, scenarios: Iterable[Scenario], *, stop: Callable[[ScenarioResult], bool] | None = None
+    ) -> RunResult:
+        started = time.time()
+        t0 = time.perf_counter()
+        results: list[ScenarioResult] = []
+        for scenario in scenarios:
+            result = self.run_one(scenario)
+            results.append(result)
+            if self.on_result:
+                self.on_result(result)
+            if stop and stop(result):
+                break
+        return RunResult(self.info, results, started, time.perf_counter() - t0, self.strict)
+
+    def _skip_reason(self, scenario: Scenario) -> str | None:
+        if scenario.contract not in self.info.contracts:
+            return f"{self.info.name} does not declare the {scenario.contract} contract"
+        missing = [f for f in scenario.requires if f not in self.info.features]
+        if missing:
+            return f"{self.info.name} does not declare the feature(s) {', '.join(missing)}"
+        return None
+
+    def run_one(self, scenario: Scenario) -> ScenarioResult:
+        """Run and judge one scenario, then apply the expected-failure manifest."""
+        result = self._run_and_judge(scenario)
+        expected = self.expected_failures.get(scenario.id)
+        if expected is None or result.status == "skip":
+            return result
+        result.expected_failure = expected
+        if result.status in ("fail", "error"):
+            result.detail = f"expected failure: {expected.reason}\n{result.detail}"
+            result.status = "xfail"
+        elif result.status == "pass":
+            result.detail = f"passed, but the manifest expects a failure: {expected.reason}"
+            result.status = "xpass"
+        return result
+
+    def _run_and_judge(self, scenario: Scenario) -> ScenarioResult:
+        reason = self._skip_reason(scenario)
+        if reason:
+            return ScenarioResult(scenario, "skip", reason)
+        t0 = time.perf_counter()
+        try:
+            trace = _validate_trace(self._call_adapter(scenario))
+        except Unsupported as error:
+            return ScenarioResult(scenario, "skip", str(error), duration=time.perf_counter() - t0)
+        except ImplementationError as error:
+            return ScenarioResult(scenario, "error", str(error), duration=time.perf_counter() - t0)
+        duration = time.perf_counter() - t0
+        findings = judge(scenario, trace)
+        if not findings:
+            return ScenarioResult(scenario, "pass", "", [], duration, trace)
+        detail = "\n".join(f"[{f.rule or 'then'}] {f.message}" for f in findings)
+        return ScenarioResult(scenario, "fail", detail, findings, duration, trace)
+
+    def _call_adapter(self, scenario: Scenario) -> object:
+        box: dict[str, Any] = {}
+
+        def target() -> None:
+            try:
+                box["trace"] = self.adapter.run(scenario.request())
+            except BaseException as error:  # reported to the main thread, never lost
+                box["error"] = error
+                box["tb"] = traceback.format_exc()
+
+        worker = threading.Thread(target=target, name=f"seamspec-{scenario.id}", daemon=True)
+        worker.start()
+        worker.join(self.timeout)
+        if worker.is_alive():
+            raise ImplementationError(
+                f"the implementation did not finish scenario {scenario.id} "
+                f"within {self.timeout:g} s",
+                context="hint: a hook that never returns? "
+                "raise --timeout if the implementation is just slow",
+            )
+        if "error" in box:
+            error = box["error"]
+            if isinstance(error, (Unsupported, ImplementationError)):
+                raise error
+            raise ImplementationError(
+                f"the implementation raised {type(error).__name__}: {error}",
+                context=box["tb"].rstrip(),
+            )
+        return box.get("trace")
+
+
+def judge(scenario: Scenario, trace: Trace) -> list[Finding]:
+    """Both judges on one trace: the contract's oracle, then the scenario's ``then``."""
+    oracle, expect = contract_judges()[scenario.contract]
+    rules = catalogue()
+    request = scenario.request()
+    findings = []
+    for rule, message in oracle(request, scenario.then, trace):
+        level = rules[rule].level if rule in rules else "MUST"
+        findings.append(Finding("oracle", rule, level, message))
+    for _, message in expect(request, scenario.then, trace):
+        findings.append(
+            Finding("then", None, "MUST" if scenario.level == "MUST" else "SHOULD", message)
+        )
+    return findings

@@ -1,0 +1,331 @@
+"""Scenario files: load, validate against the JSON Schema and the catalogue, locate problems.
+
+Nothing runs until every file is valid, and every problem found is reported at once
+(file, line, what is wrong, what to do), the way a linter reports, so that an author
+fixes a whole batch in one pass.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+from jsonschema.exceptions import ValidationError, best_match
+from referencing import Registry, Resource
+
+from seamspec.conformance._core.catalogue import CONTRACTS, Contract, catalogue
+from seamspec.conformance._core.errors import Problem, ScenarioError
+from seamspec.conformance._core.registry import contract_linters, room
+from seamspec.conformance._core.yaml_loader import LoadedYaml, YamlProblem, load_yaml
+
+__all__ = [
+    "Scenario",
+    "contract_schema",
+    "default_scenario_root",
+    "load_scenarios",
+    "scenario_schema",
+    "validate_files",
+]
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """A validated scenario. ``request()`` is all an implementation ever sees of it."""
+
+    id: str
+    title: str
+    contract: str
+    rules: tuple[str, ...]
+    level: str
+    tags: tuple[str, ...]
+    requires: tuple[str, ...]
+    description: str
+    given: dict[str, Any]
+    when: list[Any]
+    then: dict[str, Any]
+    source: str
+    line: int = 1
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    def request(self) -> dict[str, Any]:
+        """The scenario as sent to an implementation: ``given`` and ``when``, never ``then``."""
+        return {"id": self.id, "contract": self.contract, "given": self.given, "when": self.when}
+
+
+@cache
+def scenario_schema() -> dict[str, Any]:
+    """The whole scenario schema: the generic shape plus one branch per contract.
+
+    The shipped ``scenario.schema.json`` names no contract; the contract names, ID and
+    rule prefixes, features and the ``$ref`` to each contract's own ``schema.json`` are
+    filled in from the registry and the catalogue, so a new contract needs no edit here.
+    """
+    schema = copy.deepcopy(_schema_file("scenario.schema.json"))
+    contracts = [catalogue().contracts[name] for name in CONTRACTS]
+    properties = schema["properties"]
+    scenario_prefixes = "|".join(c.scenario_prefix for c in contracts)
+    properties["id"]["pattern"] = f"^({scenario_prefixes})-[a-z0-9]+(-[a-z0-9]+)*$"
+    properties["contract"] = {"enum": list(CONTRACTS)}
+    rule_prefixes = "|".join(c.prefix for c in contracts)
+    properties["rules"]["items"]["pattern"] = f"^({rule_prefixes})-[A-Z0-9]+(-[A-Z0-9]+)*$"
+    properties["requires"]["items"] = {"enum": [f.name for c in contracts for f in c.features]}
+    schema["allOf"] = [_contract_branch(c) for c in contracts]
+    return schema
+
+
+def _contract_branch(contract: Contract) -> dict[str, Any]:
+    part = _contract_schema_uri(contract.name)
+    return {
+        "if": {"properties": {"contract": {"const": contract.name}}, "required": ["contract"]},
+        "then": {
+            "properties": {
+                "id": {"pattern": f"^{contract.scenario_prefix}-"},
+                "rules": {"items": {"pattern": f"^{contract.prefix}-"}},
+                "given": {"$ref": f"{part}#/$defs/given"},
+                "when": {"items": {"$ref": f"{part}#/$defs/step"}},
+                "then": {"$ref": f"{part}#/$defs/then"},
+            }
+        },
+    }
+
+
+def _contract_schema_uri(contract: str) -> str:
+    return f"https://seamspec.invalid/schemas/{contract}.schema.json"
+
+
+def _schema_file(name: str) -> dict[str, Any]:
+    text = resources.files("seamspec.conformance").joinpath("schemas").joinpath(name)
+    schema: dict[str, Any] = json.loads(text.read_text(encoding="utf-8"))
+    return schema
+
+
+def contract_schema(contract: str) -> dict[str, Any]:
+    """A contract's own part of the scenario schema (``given``, steps, ``then``)."""
+    text = room(contract).data_file("schema.json").read_text(encoding="utf-8")
+    schema: dict[str, Any] = json.loads(text)
+    return schema
+
+
+@cache
+def _validator() -> jsonschema.Draft202012Validator:
+    """The scenario schema plus each contract's part, resolvable by its ``$id``."""
+    registry: Registry[Any] = Registry()
+    for contract in CONTRACTS:
+        registry = registry.with_resource(
+            _contract_schema_uri(contract), Resource.from_contents(contract_schema(contract))
+        )
+    return jsonschema.Draft202012Validator(scenario_schema(), registry=registry)
+
+
+def default_scenario_root() -> Path:
+    """The suite shipped inside the package (works from a wheel or an editable install)."""
+    return Path(str(resources.files("seamspec.scenarios")))
+
+
+def _expand(paths: Sequence[Path]) -> tuple[list[Path], list[Problem]]:
+    files: list[Path] = []
+    problems: list[Problem] = []
+    for path in paths:
+        if path.is_dir():
+            files.extend(sorted(p for p in path.rglob("*.y*ml") if p.suffix in (".yaml", ".yml")))
+        elif path.is_file():
+            files.append(path)
+        else:
+            problems.append(Problem(str(path), None, "no such file or folder"))
+    return files, problems
+
+
+def _schema_problems(file: str, loaded: LoadedYaml) -> list[Problem]:
+    validator = _validator()
+    problems = []
+    for found in sorted(validator.iter_errors(loaded.data), key=lambda e: list(e.absolute_path)):
+        error = _most_specific(found)
+        path = tuple(error.absolute_path)
+        where = "/".join(str(p) for p in path) or "(top level)"
+        line = loaded.line_of(path)
+        message = error.message
+        if error.validator == "additionalProperties" and isinstance(error.instance, dict):
+            schema = error.schema if isinstance(error.schema, dict) else {}
+            allowed = set(schema.get("properties", {}))
+            extra = sorted(set(error.instance) - allowed)
+            if extra:
+                line = loaded.line_of(path + (f"<{extra[0]}>",)) or line
+                message = f"unknown key {extra[0]!r}" + (
+                    f" (allowed: {', '.join(sorted(allowed))})" if allowed else ""
+                )
+        elif error.validator == "required":
+            message = error.message.replace("is a required property", "is missing (required)")
+        problems.append(Problem(file, line, f"at {where}: {message}", _hint(error)))
+    return problems
+
+
+def _first_required(error: ValidationError) -> str:
+    keys: Any = error.validator_value  # the "required" list of the alternative
+    return str(keys[0])
+
+
+def _most_specific(error: ValidationError) -> ValidationError:
+    """For ``oneOf`` (step verbs, behaviours), report the alternative the author meant.
+
+    An alternative whose very shape does not fit (wrong type, or a missing required key
+    at its root) was not meant; if exactly one alternative is left, its own error is the
+    useful one. If none is left, say which forms are allowed instead of guessing.
+    """
+    while error.validator in ("oneOf", "anyOf") and error.context:
+        by_alternative: dict[object, list[ValidationError]] = {}
+        for sub in error.context:
+            by_alternative.setdefault(sub.schema_path[0], []).append(sub)
+        meant = [
+            errors
+            for errors in by_alternative.values()
+            if not any(e.validator in ("type", "required") and not e.relative_path for e in errors)
+        ]
+        if len(meant) == 1:
+            error = best_match(meant[0])
+            continue
+        required = sorted({_first_required(e) for e in error.context if e.validator == "required"})
+        if required and not meant:
+            keys = sorted(error.instance) if isinstance(error.instance, dict) else []
+            unknown = [k for k in keys if k not in required and k != "note"]
+            error.message = (
+                f"unknown key {unknown[0]!r}" if unknown else "this entry matches no allowed form"
+            ) + f" (expected one of: {', '.join(required)})"
+            error.validator = "oneOf"
+        break
+    return error
+
+
+def _hint(error: ValidationError) -> str:
+    if error.validator == "enum":
+        return "use one of the listed values"
+    if error.validator == "additionalProperties":
+        return (
+            "check the spelling; the schema is in seamspec/conformance/schemas/scenario.schema.json"
+        )
+    if error.validator == "type":
+        return "YAML turned the value into another type; quote it if it should be a string"
+    return ""
+
+
+def _catalogue_problems(file: str, loaded: LoadedYaml) -> list[Problem]:
+    data = loaded.data
+    problems = []
+    rules = catalogue()
+    for index, rule_id in enumerate(data.get("rules", [])):
+        if not isinstance(rule_id, str):
+            continue
+        line = loaded.line_of(("rules", index))
+        if rule_id not in rules:
+            known = [r.id for r in rules.rules_of(data.get("contract", ""))]
+            close = [k for k in known if k.split("-")[1:2] == rule_id.split("-")[1:2]]
+            problems.append(
+                Problem(
+                    file,
+                    line,
+                    f"unknown rule ID {rule_id!r}",
+                    f"did you mean {', '.join(close)}?"
+                    if close
+                    else "run `seamspec rules` to list the rules",
+                )
+            )
+        elif rules[rule_id].contract != data.get("contract"):
+            problems.append(
+                Problem(
+                    file, line, f"rule {rule_id} belongs to contract {rules[rule_id].contract!r}"
+                )
+            )
+    return problems
+
+
+def validate_files(paths: Sequence[Path]) -> tuple[list[Scenario], list[Problem]]:
+    """Load and check every scenario file under ``paths``; return scenarios and all problems."""
+    files, problems = _expand(paths)
+    scenarios: list[Scenario] = []
+    seen_ids: dict[str, str] = {}
+    for path in files:
+        file = str(path)
+        try:
+            loaded = load_yaml(path.read_text(encoding="utf-8"))
+        except UnicodeDecodeError as error:
+            problems.append(Problem(file, None, f"not UTF-8 text: {error.reason}"))
+            continue
+        except YamlProblem as error:
+            problems.append(
+                Problem(
+                    file, error.line, error.message, "fix the YAML; `seamspec validate` rechecks"
+                )
+            )
+            continue
+        data = loaded.data
+        if not isinstance(data, dict):
+            problems.append(
+                Problem(
+                    file,
+                    1,
+                    f"the document is a {type(data).__name__}, not a mapping of scenario fields",
+                )
+            )
+            continue
+        found = _schema_problems(file, loaded) + _catalogue_problems(file, loaded)
+        if not found:
+            lint = contract_linters().get(data["contract"])
+            for at, message in lint(data) if lint else ():
+                found.append(Problem(file, loaded.line_of(at), message))
+        scenario_id = data.get("id")
+        if isinstance(scenario_id, str):
+            if scenario_id in seen_ids:
+                found.append(
+                    Problem(
+                        file,
+                        loaded.line_of(("id",)),
+                        f"duplicate scenario ID {scenario_id!r} (also in {seen_ids[scenario_id]})",
+                        "scenario IDs are stable and unique; pick a new one",
+                    )
+                )
+            else:
+                seen_ids[scenario_id] = file
+            if path.stem != scenario_id:
+                found.append(
+                    Problem(
+                        file,
+                        loaded.line_of(("id",)),
+                        f"file name {path.name!r} does not match the scenario ID {scenario_id!r}",
+                        f"rename the file to {scenario_id}.yaml",
+                    )
+                )
+        if found:
+            problems.extend(found)
+            continue
+        scenarios.append(
+            Scenario(
+                id=data["id"],
+                title=data["title"],
+                contract=data["contract"],
+                rules=tuple(data["rules"]),
+                level=data["level"],
+                tags=tuple(data["tags"]),
+                requires=tuple(data.get("requires", ())),
+                description=data["description"],
+                given=data["given"],
+                when=data["when"],
+                then=data["then"],
+                source=file,
+                raw=data,
+            )
+        )
+    return scenarios, problems
+
+
+def load_scenarios(paths: Iterable[Path] | None = None) -> list[Scenario]:
+    """Every scenario under ``paths`` (default: the shipped suite), or :class:`ScenarioError`."""
+    scenarios, problems = validate_files(list(paths) if paths else [default_scenario_root()])
+    if problems:
+        raise ScenarioError(problems)
+    return scenarios

@@ -1,0 +1,321 @@
+"""An adapter that judges an implementation in any language, over JSON lines on stdio.
+
+The implementation runs as a child process and speaks the protocol of ``docs/protocol.md``.
+Everything that can go wrong with a foreign process becomes an ``error`` status for one
+scenario, with the offending line and the child's recent stderr quoted, and never a hang
+or a leftover process: a crash or a timeout kills the child's whole process group and the
+next scenario starts a fresh child, up to ``max_restarts`` times.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from seamspec import __version__
+from seamspec.conformance._core.adapter import ImplementationInfo, Trace
+from seamspec.conformance._core.errors import ImplementationError, Unsupported
+from seamspec.conformance._wire.child import EOF, HandshakeError, WireChild
+from seamspec.conformance._wire.messages import (
+    PROTOCOL_VERSION,
+    RESPONSES,
+    ProtocolError,
+    decode_line,
+    info_from_started,
+    quote,
+    validate,
+)
+
+__all__ = ["HandshakeError", "WireAdapter"]
+
+
+class WireAdapter:
+    """Implements the :class:`Adapter` protocol for a child process speaking the protocol.
+
+    Args:
+        argv: the command that starts the implementation.
+        request_timeout: seconds one scenario may take; past it the child is killed and the
+            scenario is an error. This is the primary limit: give the Runner a longer one.
+        handshake_timeout: seconds a (re)started child has to answer ``start``.
+        max_restarts: children started after the first; once used up, every remaining
+            scenario errors at once instead of waiting on a broken implementation.
+        strict: validate every message against its JSON Schema (the handshake always is).
+    """
+
+    def __init__(
+        self,
+        argv: Sequence[str],
+        *,
+        request_timeout: float = 60.0,
+        handshake_timeout: float = 20.0,
+        max_restarts: int = 3,
+        strict: bool = False,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
+        if not argv:
+            raise HandshakeError(
+                "--impl-cmd is empty: give the command that starts the implementation"
+            )
+        self.argv = list(argv)
+        self.request_timeout = request_timeout
+        self.handshake_timeout = handshake_timeout
+        self.max_restarts = max_restarts
+        self.strict = strict
+        self._env = env
+        self._child: WireChild | None = None
+        self._info: ImplementationInfo | None = None
+        self._starts = 0
+        self._seq = 0
+        self._call_lock = threading.Lock()  # one run() at a time
+        self._child_lock = threading.Lock()  # guards _child swaps against close()
+        self._closed = False
+        self._children: set[WireChild] = set()
+        #: Exit code of the last child stopped by close() (None: it had to be killed).
+        self.exit_code: int | None = None
+        #: pids of every child started, so tests and ``smoke`` can check none is left.
+        self.pids: list[int] = []
+
+    @property
+    def restarts(self) -> int:
+        return max(0, self._starts - 1)
+
+    def _spawn(self) -> tuple[WireChild, ImplementationInfo]:
+        """Start a child and shake hands; ``close()`` can kill it at any point meanwhile."""
+        child = WireChild(self.argv, self._env)
+        with self._child_lock:
+            self._starts += 1
+            self.pids.append(child.pid)
+            self._children.add(child)
+            closed = self._closed
+        try:
+            if closed:
+                raise ImplementationError(
+                    "the adapter was closed while starting the implementation"
+                )
+            info = self._handshake(child)
+        except BaseException:
+            self._forget(child)
+            raise
+        return child, info
+
+    def _forget(self, child: WireChild) -> None:
+        child.kill()
+        with self._child_lock:
+            self._children.discard(child)
+            if self._child is child:
+                self._child = None
+
+    def _handshake(self, child: WireChild) -> ImplementationInfo:
+        mark = child.stderr_mark()
+        what = f"the implementation started by {' '.join(self.argv)!r}"
+        deadline = time.monotonic() + self.handshake_timeout
+        with contextlib.suppress(OSError):  # if it died already, the read below says how
+            child.send(
+                {
+                    "type": "start",
+                    "protocol": PROTOCOL_VERSION,
+                    "kit": {"name": "seamspec", "version": __version__},
+                },
+                deadline,
+            )
+        line = child.receive(deadline)
+        if line is None:
+            child.kill()
+            raise HandshakeError(
+                f"{what} did not answer the start message within {self.handshake_timeout:g} s"
+                + "\n"
+                + self._stderr(child, mark),
+            )
+        if line == EOF:
+            code = child.exit_code_after_eof()
+            how = "closed its stdout" if code is None else f"exited with code {code}"
+            raise HandshakeError(
+                f"{what} {how} before answering the start message"
+                + "\n"
+                + self._stderr(child, mark),
+            )
+        try:
+            message = decode_line(line, expected=("started", "error"), strict=True)
+        except ProtocolError as error:
+            child.kill()
+            raise HandshakeError(
+                f"{what} answered the start message with an invalid line: {error}\n"
+                f"  line: {quote(line)}" + "\n" + self._stderr(child, mark),
+            ) from None
+        if message["type"] == "error":
+            child.kill()
+            raise HandshakeError(
+                f"{what} refused the handshake: {message['message']}"
+                + "\n"
+                + self._stderr(child, mark, message.get("context", "")),
+            )
+        if message["protocol"] != PROTOCOL_VERSION:
+            child.kill()
+            raise HandshakeError(
+                f"{what} speaks protocol version {message['protocol']}; this kit speaks only "
+                f"version {PROTOCOL_VERSION}\n  line: {quote(line)}"
+                + "\n"
+                + self._stderr(child, mark),
+            )
+        return info_from_started(message)
+
+    @staticmethod
+    def _stderr(child: WireChild, mark: int, extra: str = "") -> str:
+        """The ``context`` for an error: what the implementation said, then its stderr."""
+        lines = child.stderr_since(mark)
+        parts = [extra] if extra else []
+        if lines:
+            parts.append("stderr of the implementation (last lines):")
+            parts.extend(f"  {text}" for text in lines)
+        else:
+            parts.append("(the implementation wrote nothing to stderr)")
+        return "\n".join(parts)
+
+    def info(self) -> ImplementationInfo:
+        """Start the child and do the handshake, once; raise :class:`HandshakeError`."""
+        with self._call_lock:
+            if self._info is None:
+                child, self._info = self._spawn()
+                with self._child_lock:
+                    self._child = child
+            return self._info
+
+    def run(self, request: Mapping[str, Any]) -> Trace:
+        if not self._call_lock.acquire(blocking=False):
+            # The Runner gave up on a previous call that is still waiting: end it now.
+            self._discard_child()
+            self._call_lock.acquire()
+        try:
+            return self._run_locked(request)
+        finally:
+            self._call_lock.release()
+
+    def _current_child(self, scenario: str) -> WireChild:
+        """The live child, or a restarted one while restarts remain; else an error at once."""
+        with self._child_lock:
+            if self._closed:
+                raise ImplementationError(f"scenario {scenario}: the adapter is closed")
+            current = self._child
+        if current is not None and current.process.poll() is None:
+            return current
+        if current is not None:
+            self._forget(current)
+        if self._info is not None and self.restarts >= self.max_restarts:
+            raise ImplementationError(
+                f"scenario {scenario} was not run: the implementation was already restarted "
+                f"{self.restarts} time(s) after crashing, hanging or breaking the protocol "
+                f"(--max-restarts {self.max_restarts}); see the first errors for why"
+            )
+        try:
+            child, info = self._spawn()
+        except HandshakeError as error:
+            raise ImplementationError(f"restarting the implementation failed: {error}") from None
+        if self._info is not None and (info.contracts, info.features) != (
+            self._info.contracts,
+            self._info.features,
+        ):
+            self._forget(child)
+            raise ImplementationError(
+                "the restarted implementation declared other contracts or features than "
+                f"the first one: {info.to_json()}"
+            )
+        self._info = self._info or info
+        with self._child_lock:
+            self._child = child
+        return child
+
+    def _discard_child(self) -> None:
+        with self._child_lock:
+            child = self._child
+        if child is not None:
+            self._forget(child)
+
+    def _run_locked(self, request: Mapping[str, Any]) -> Trace:
+        scenario = str(request.get("id", "?"))
+        child = self._current_child(scenario)
+        self._seq += 1
+        seq = self._seq
+        message = {
+            "type": "run",
+            "seq": seq,
+            "request": {k: request[k] for k in ("id", "contract", "given", "when")},
+        }
+        if self.strict:
+            validate(message, "run")
+        mark = child.stderr_mark()
+        deadline = time.monotonic() + self.request_timeout
+        sent = True
+        with contextlib.suppress(OSError):  # if it died, the read below reports the exit
+            sent = child.send(message, deadline)
+        line = child.receive(deadline) if sent else None
+        if line is None:
+            self._discard_child()
+            raise ImplementationError(
+                f"the implementation did not {'answer' if sent else 'read'} scenario {scenario} within "
+                f"{self.request_timeout:g} s (--request-timeout); it was killed and will be "
+                "restarted for the next scenario",
+                context=self._stderr(child, mark),
+            )
+        if line == EOF:
+            code = child.exit_code_after_eof()
+            self._discard_child()
+            how = (
+                "closed its stdout"
+                if code is None
+                else f"was killed by signal {-code}"
+                if code < 0
+                else f"exited with code {code}"
+            )
+            raise ImplementationError(
+                f"the implementation {how} while running scenario {scenario}; it will be "
+                "restarted for the next scenario",
+                context=self._stderr(child, mark),
+            )
+        try:
+            answer = decode_line(line, expected=RESPONSES, strict=self.strict)
+            if "seq" in answer and answer["seq"] != seq:
+                raise ProtocolError(
+                    f"the answer has seq {answer['seq']}; the run message had {seq}"
+                )
+        except ProtocolError as error:
+            self._discard_child()
+            raise ImplementationError(
+                f"scenario {scenario}: the implementation broke the protocol: {error}\n"
+                f"  line: {quote(line)}",
+                context=self._stderr(child, mark),
+            ) from None
+        if answer["type"] == "skip":
+            raise Unsupported(answer["reason"])
+        if answer["type"] == "error":
+            context = answer.get("context", "")
+            raise ImplementationError(
+                f"the implementation reported an error in scenario {scenario}: {answer['message']}",
+                context=self._stderr(child, mark, context if isinstance(context, str) else ""),
+            )
+        trace: Trace = answer["trace"]
+        return trace
+
+    def close(self) -> None:
+        """Stop the child cleanly (``stop``, then its group is killed after a grace period).
+
+        Safe from any thread and while a ``run`` is in flight (that run then errors): it
+        does not wait for the call lock, so Ctrl-C never waits on a hung implementation.
+        """
+        with self._child_lock:
+            self._closed = True
+            child, self._child = self._child, None
+            others = [c for c in self._children if c is not child]
+            self._children.clear()
+        for other in others:
+            other.kill()
+        if child is not None:
+            self.exit_code = child.stop()
+
+    def __enter__(self) -> WireAdapter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

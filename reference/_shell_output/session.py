@@ -1,0 +1,198 @@
+"""One observed invocation: the live budget, the queue, the phase and the presentation thread.
+
+Why a queue and a thread of its own: the threads that drain the child's pipes must never
+wait for an observer (a blocked pipe stalls the child, and with it the time limit), and
+the caller's event loop must not run observer code either. So draining threads only
+*offer* chunks here, which costs a lock and an append; one presentation thread per
+invocation takes them out in order and calls the observer. The queue is unbounded on
+purpose: its size is already bounded by the live budget (at most ``2 x budget`` bytes,
+one budget per stream), which is what keeps a stuck observer from costing memory.
+
+The phase decides what is still accepted. ``ACTIVE``: chunks are accepted within the
+budget. ``FINISHED`` (normal completion): nothing more is accepted, what is queued is
+still delivered, then ``on_finish``. ``CANCELLED`` (cancellation, time limit, error):
+nothing more is accepted, the queue is dropped, no ``on_finish``; a callback already
+running is not waited for. A raising ``on_output`` disables the session: the queue is
+dropped and no more callbacks come.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+import threading
+from collections import deque
+from typing import Final
+
+from seamspec.reference._shell_output.observer import (
+    ShellInvocationId,
+    ShellOutputObserver,
+    ShellOutputStream,
+    finish_hook,
+)
+
+__all__ = ["ObservationSession", "SessionPhase"]
+
+log = logging.getLogger("seamspec.reference.shell")
+#: Observer failures are logged, not printed: an application that wants them configures
+#: logging (the handler below only keeps Python from printing them by default).
+log.addHandler(logging.NullHandler())
+
+
+class SessionPhase(enum.Enum):
+    ACTIVE = "active"
+    FINISHED = "finished"
+    CANCELLED = "cancelled"
+
+
+class _Finish:
+    """The queue entry that stands for "completed normally: call on_finish now"."""
+
+
+FINISH: Final = _Finish()
+Item = tuple[ShellOutputStream, bytes] | _Finish
+
+
+class ObservationSession:
+    """Live observation of one invocation, safe to feed from any number of threads.
+
+    ``budget`` is the most bytes delivered per stream (``0``: no output at all, but a
+    normal completion still brings ``on_finish``). The chunk that crosses it is cut to
+    the bytes that remain; later chunks of that stream are dropped; the other stream has
+    its own budget. No marker is added: the observer sees a clean prefix.
+    """
+
+    def __init__(
+        self, invocation: ShellInvocationId, observer: ShellOutputObserver, budget: int
+    ) -> None:
+        if budget < 0:
+            raise ValueError(f"budget must be >= 0, not {budget}")
+        self.invocation = invocation
+        self.observer = observer
+        self.budget = budget
+        self._cond = threading.Condition()
+        self._queue: deque[Item] = deque()
+        self._phase = SessionPhase.ACTIVE
+        self._disabled = False
+        self._used = {ShellOutputStream.STDOUT: 0, ShellOutputStream.STDERR: 0}
+        self._thread = self._start_presentation()
+
+    # -- the feeding side (pipe-draining threads, the runner) ---------------------------
+
+    @property
+    def phase(self) -> SessionPhase:
+        with self._cond:
+            return self._phase
+
+    def offer(self, stream: ShellOutputStream | str, chunk: bytes) -> None:
+        """Account ``chunk`` against the live budget and queue what fits; never blocks long.
+
+        ``stream`` may also be given by name (``"stdout"``, ``"stderr"``).
+        """
+        stream = ShellOutputStream(stream)
+        with self._cond:
+            if self._phase is not SessionPhase.ACTIVE or self._disabled:
+                return
+            accepted = self._accept(stream, chunk)
+            if accepted is None:
+                return
+            self._queue.append((stream, accepted))
+            self._cond.notify()
+
+    def finish(self) -> None:
+        """Normal completion: deliver what is queued, then ``on_finish``. Does not wait."""
+        with self._cond:
+            if self._phase is not SessionPhase.ACTIVE:
+                return
+            self._phase = SessionPhase.FINISHED
+            self._queue.append(FINISH)
+            self._cond.notify()
+
+    def cancel(self) -> None:
+        """Cancellation, time limit or error: stop at once, drop the queue, no ``on_finish``.
+
+        Returns immediately even if a callback is running right now; that callback may
+        end later, but nothing after it is delivered.
+        """
+        with self._cond:
+            if self._phase is not SessionPhase.ACTIVE:
+                return
+            self._phase = SessionPhase.CANCELLED
+            self._queue.clear()
+            self._cond.notify()
+
+    def join(self, timeout: float | None = None) -> bool:
+        """Wait until the presentation thread has ended; True if it has."""
+        self._thread.join(timeout)
+        return not self._thread.is_alive()
+
+    # -- decision points (one method each, so each is easy to read and to test) ----------
+
+    def _accept(self, stream: ShellOutputStream, chunk: bytes) -> bytes | None:
+        """The part of ``chunk`` the budget lets through, or None. Called under the lock."""
+        remaining = self.budget - self._used[stream]
+        if remaining <= 0 or not chunk:
+            return None
+        accepted = chunk[:remaining]
+        self._used[stream] += len(accepted)
+        return accepted
+
+    def _start_presentation(self) -> threading.Thread:
+        thread = threading.Thread(
+            target=self._present, name=f"shell-observer-{self.invocation}", daemon=True
+        )
+        thread.start()
+        return thread
+
+    def _next_item(self) -> Item:
+        """The next entry to present: the oldest (pipe order is queue order)."""
+        return self._queue.popleft()
+
+    def _on_panic(self) -> None:
+        """An ``on_output`` raised: disable observation of this invocation. Under the lock."""
+        self._disabled = True
+        self._queue.clear()
+
+    # -- the presentation thread ----------------------------------------------------------
+
+    def _present(self) -> None:
+        while True:
+            with self._cond:
+                while not self._queue and self._phase is SessionPhase.ACTIVE:
+                    self._cond.wait()
+                if self._phase is SessionPhase.CANCELLED or self._disabled or not self._queue:
+                    return
+                item = self._next_item()
+            if isinstance(item, _Finish):
+                self._call_finish()
+                return
+            stream, chunk = item
+            try:
+                self._deliver(stream, chunk)
+            except Exception:
+                log.warning(
+                    "shell-output observer failed on invocation %s; observation stopped",
+                    self.invocation,
+                    exc_info=True,
+                )
+                with self._cond:
+                    self._on_panic()
+                    if self._disabled:
+                        return
+
+    def _deliver(self, stream: ShellOutputStream, chunk: bytes) -> None:
+        """One ``on_output`` call, on the presentation thread."""
+        self.observer.on_output(self.invocation, stream, chunk)
+
+    def _call_finish(self) -> None:
+        hook = finish_hook(self.observer)
+        if hook is None:
+            return
+        try:
+            hook(self.invocation)
+        except Exception:
+            log.warning(
+                "shell-output observer's on_finish failed on invocation %s; ignored",
+                self.invocation,
+                exc_info=True,
+            )

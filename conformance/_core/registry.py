@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
-from importlib.resources.abc import Traversable
+from importlib.abc import Traversable
 from types import ModuleType
 from typing import Any
 

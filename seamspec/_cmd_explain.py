@@ -46,6 +46,18 @@ def cmd_explain(args: argparse.Namespace, console: Console) -> int:
         console.print(_wrap(rule.text), markup=False)
         console.print("\n[bold]why[/]")
         console.print(_wrap(rule.rationale), markup=False)
+        console.print("\n[bold]where it comes from[/]")
+        if rule.origin == "upstream":
+            console.print(_wrap(f"upstream: {rule.citation or '(no citation)'}"), markup=False)
+        else:
+            console.print(_wrap("seamspec's own decision: upstream is silent or differs"))
+        if rule.profile == "strict":
+            counts = "only under --profile strict (otherwise reported as a recommendation)"
+        elif rule.feature:
+            counts = f"under every profile, for implementations that declare {rule.feature}"
+        else:
+            counts = "under every profile"
+        console.print(f"  counts {counts}", highlight=False, markup=False)
         citing = [s for s in scenarios if rule.id in s.rules]
         console.print(f"\n[bold]scenarios citing it[/] ({len(citing)})")
         for s in citing:
@@ -64,7 +76,9 @@ def cmd_explain(args: argparse.Namespace, console: Console) -> int:
         return 2
     console.print(f"[bold]{found.id}[/]: {found.title}", highlight=False)
     console.print(
-        f"  contract {found.contract}, level {found.level}, file {found.source}", highlight=False
+        f"  contract {found.contract}, level {found.level}, profile {found.profile}, "
+        f"file {found.source}",
+        highlight=False,
     )
     console.print("\n[bold]rules[/]")
     for rule_id in found.rules:

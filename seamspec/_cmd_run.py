@@ -33,7 +33,7 @@ from seamspec.conformance import (
     write_json_report,
     write_junit_xml,
 )
-from seamspec.conformance._core.catalogue import CONTRACTS
+from seamspec.conformance._core.catalogue import CONTRACTS, PROFILES, Profile
 from seamspec.conformance._core.manifest import ExpectedFailure, load_manifest, manifest_text
 
 __all__ = ["add_run_parser", "cmd_run"]
@@ -81,6 +81,13 @@ def add_run_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
     )
     run.add_argument(
         "--strict", action="store_true", help="an unexpected pass (xpass) fails the run"
+    )
+    run.add_argument(
+        "--profile",
+        choices=PROFILES,
+        default="upstream",
+        help="upstream (default): count what the upstream crates promise; strict: also "
+        "count seamspec's own decisions (otherwise reported as recommendations)",
     )
     run.add_argument(
         "--write-manifest", type=Path, metavar="PATH", help="write today's failures as a manifest"
@@ -139,11 +146,12 @@ class _Printer:
         self.done += 1
         if self.quiet and result.status in ("pass", "skip", "xfail"):
             return
-        status, style = (
-            ("WARN", "yellow")
-            if result.is_warning
-            else (result.status.upper(), _STYLE.get(result.status, "white"))
-        )
+        if result.is_warning:
+            status, style = "WARN", "yellow"
+        elif result.is_recommendation:
+            status, style = "RECO", "cyan"
+        else:
+            status, style = result.status.upper(), _STYLE.get(result.status, "white")
         width = len(str(self.total))
         self.console.print(
             f"[dim][{self.done:>{width}}/{self.total}][/] [{style}]{status:5}[/] {result.scenario.id}"
@@ -158,7 +166,13 @@ def _print_problems(console: Console, result: RunResult) -> None:
         return
     console.rule("problems")
     for r in bad:
-        label = "warning (SHOULD)" if r.is_warning else r.status
+        label = (
+            "warning (SHOULD)"
+            if r.is_warning
+            else "recommendation (counts under --profile strict)"
+            if r.is_recommendation
+            else r.status
+        )
         console.print(
             f"[bold]{r.scenario.id}[/] ({label}) rules {', '.join(r.scenario.rules)}",
             highlight=False,
@@ -173,14 +187,20 @@ _WORKER: Runner | None = None
 
 
 def _init_worker(
-    spec: AdapterSpec, timeout: float, expected: dict[str, ExpectedFailure], strict: bool
+    spec: AdapterSpec,
+    timeout: float,
+    expected: dict[str, ExpectedFailure],
+    strict: bool,
+    profile: Profile,
 ) -> None:
     global _WORKER  # noqa: PLW0603 - one runner per worker process, by design
     adapter = adapter_from_spec(spec)
     # Pool workers leave through multiprocessing's exit path, which runs these finalizers
     # (not atexit): the adapter's child implementation, if any, is stopped and reaped.
     multiprocessing.util.Finalize(adapter, adapter.close, exitpriority=10)
-    _WORKER = Runner(adapter, timeout=timeout, expected_failures=expected, strict=strict)
+    _WORKER = Runner(
+        adapter, timeout=timeout, expected_failures=expected, strict=strict, profile=profile
+    )
 
 
 def _run_in_worker(scenario: Scenario) -> ScenarioResult:
@@ -207,7 +227,7 @@ def _run_parallel(
     with ProcessPoolExecutor(
         max_workers=jobs,
         initializer=_init_worker,
-        initargs=(adapter_spec(args), runner_timeout(args), expected, args.strict),
+        initargs=(adapter_spec(args), runner_timeout(args), expected, args.strict, args.profile),
     ) as pool:
         futures = [pool.submit(_run_in_worker, s) for s in chosen]
         for future in as_completed(futures):
@@ -219,7 +239,9 @@ def _run_parallel(
                     pending.cancel()
                 break
     ordered = [results[s.id] for s in chosen if s.id in results]
-    return RunResult(runner.info, ordered, started, time.perf_counter() - t0, args.strict)
+    return RunResult(
+        runner.info, ordered, started, time.perf_counter() - t0, args.strict, args.profile
+    )
 
 
 def cmd_run(args: argparse.Namespace, console: Console) -> int:
@@ -242,7 +264,8 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
         info = adapter.info()
         console.print(
             f"seamspec {__version__}: {len(chosen)} scenarios against {info.name} {info.version} "
-            f"({info.language}; contracts: {', '.join(info.contracts) or 'none'})"
+            f"({info.language}; contracts: {', '.join(info.contracts) or 'none'}; "
+            f"profile {args.profile})"
             + (f"; {args.jobs or os.cpu_count()} jobs" if args.jobs != 1 else ""),
             highlight=False,
         )
@@ -253,6 +276,7 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
             on_result=printer,
             expected_failures=expected,
             strict=args.strict,
+            profile=args.profile,
         )
         if args.jobs != 1:
             result = _run_parallel(
@@ -280,6 +304,12 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
             f"{summary['warnings']} SHOULD-level warning(s): reported, not counted as failures",
             style="yellow",
         )
+    if summary["recommendations"]:
+        console.print(
+            f"{summary['recommendations']} strict-profile recommendation(s): seamspec's own "
+            "decisions this implementation does not follow; they count under --profile strict",
+            style="cyan",
+        )
     if summary["xpassed"]:
         note = (
             "these fail the run (--strict)"
@@ -292,7 +322,18 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
             f"stopped early: {len(chosen) - len(result.results)} scenario(s) not run",
             style="yellow",
         )
-    verdict = "CONFORMS" if result.ok else "DOES NOT CONFORM"
+    unjudged = result.unjudged_contracts()
+    for contract in unjudged:
+        console.print(
+            f"error: {info.name} declares the {contract} contract, but none of its "
+            f"{sum(r.scenario.contract == contract for r in result.results)} selected "
+            "scenario(s) ran: every one was skipped (declare the features it implements)",
+            style="red",
+        )
+    nothing = result.nothing_judged()
+    if nothing:
+        console.print(f"nothing judged: {nothing}", style="red", highlight=False)
+    verdict = "NOTHING JUDGED" if nothing else "CONFORMS" if result.ok else "DOES NOT CONFORM"
     console.print(
         f"verdict: {info.name} {verdict} ({result.duration:.1f} s)",
         style="green" if result.ok else "red",

@@ -140,7 +140,7 @@ def test_every_format_agrees_on_the_counts(
     markdown = capsys.readouterr().out
     row = next(line for line in markdown.splitlines() if line.startswith("| seamspec-mutant"))
     cells = [c.strip() for c in row.strip("|").split("|")]
-    assert cells[2:5] == [str(summary["passed"]), str(summary["failed"]), str(summary["errors"])]
+    assert cells[3:6] == [str(summary["passed"]), str(summary["failed"]), str(summary["errors"])]
     assert main(["report", "badge", str(reports["mutant"]), "-o", str(tmp_path / "b.json")]) == 0
     badge = json.loads((tmp_path / "b.json").read_text())
     assert badge["color"] == "red"

@@ -18,10 +18,12 @@ from seamspec.conformance._core.registry import CONTRACTS, rooms
 
 __all__ = [
     "CONTRACTS",
+    "PROFILES",
     "SPEC_VERSION",
     "Catalogue",
     "Contract",
     "Feature",
+    "Profile",
     "Rule",
     "catalogue",
     "rules_markdown",
@@ -32,6 +34,11 @@ SPEC_VERSION = "2026.11"
 
 
 Level = Literal["MUST", "SHOULD"]
+Profile = Literal["upstream", "strict"]
+
+#: The profiles a run can judge by: ``upstream`` (the default) counts what the upstream
+#: crates promise; ``strict`` also counts seamspec's own decisions at their level.
+PROFILES: tuple[Profile, ...] = ("upstream", "strict")
 
 
 @dataclass(frozen=True)
@@ -42,11 +49,29 @@ class Rule:
     text: str
     rationale: str
     origin: Literal["upstream", "seamspec"]
+    #: Where upstream says it (file:line or seed section); empty for seamspec's own rules.
+    citation: str = ""
+    #: The optional feature this rule governs, if any (see :attr:`profile`).
+    feature: str | None = None
 
     @property
     def decides_conformance(self) -> bool:
         """MUST rules decide conformance; SHOULD rules are reported as warnings."""
         return self.level == "MUST"
+
+    @property
+    def profile(self) -> Profile:
+        """The least profile under which this rule counts.
+
+        Upstream's promises count by default. seamspec's own decisions count only under
+        ``--profile strict``, except a rule that governs an optional feature: an
+        implementation that declares the feature has opted into it, and the scenarios
+        that need the feature do not run otherwise.
+        """
+        return "upstream" if self.origin == "upstream" or self.feature else "strict"
+
+    def counts_under(self, profile: Profile) -> bool:
+        return profile == "strict" or self.profile == "upstream"
 
 
 @dataclass(frozen=True)
@@ -100,6 +125,8 @@ def _load_contract(name: str, text: str) -> Contract:
                 raise CatalogueError(f"{name}: rule {entry['id']} does not start with {prefix}-")
             if entry["level"] not in ("MUST", "SHOULD"):
                 raise CatalogueError(f"{name}: rule {entry['id']} has level {entry['level']!r}")
+            if entry["origin"] not in ("upstream", "seamspec"):
+                raise CatalogueError(f"{name}: rule {entry['id']} has origin {entry['origin']!r}")
             rules.append(
                 Rule(
                     id=entry["id"],
@@ -108,12 +135,21 @@ def _load_contract(name: str, text: str) -> Contract:
                     text=" ".join(str(entry["text"]).split()),
                     rationale=" ".join(str(entry["rationale"]).split()),
                     origin=entry["origin"],
+                    citation=" ".join(str(entry.get("citation", "")).split()),
+                    feature=entry.get("feature"),
                 )
             )
         features = tuple(
             Feature(str(entry["name"]), " ".join(str(entry["text"]).split()))
             for entry in data.get("features", ())
         )
+        names = {f.name for f in features}
+        for rule in rules:
+            if rule.feature is not None and rule.feature not in names:
+                raise CatalogueError(
+                    f"{name}: rule {rule.id} names feature {rule.feature!r}, "
+                    f"which is not in the catalogue's features ({', '.join(sorted(names))})"
+                )
         return Contract(data["contract"], data["title"], prefix, tuple(rules), features)
     except (KeyError, TypeError) as error:
         raise CatalogueError(f"catalogue file {name} is malformed: missing {error}") from None

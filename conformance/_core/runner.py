@@ -10,6 +10,10 @@ A scenario's status is decided here and nowhere else:
 - ``pass``: otherwise.
 
 A failure counts against conformance only at MUST level: SHOULD findings are warnings.
+It counts only under a profile that includes it: under the default ``upstream`` profile,
+a finding about one of seamspec's own decisions (a ``seamspec``-origin rule, or the
+``then`` of a ``profile: strict`` scenario) is a *recommendation*: reported, not counted.
+``--profile strict`` counts every finding at its level.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from seamspec.conformance._core.adapter import Adapter, ImplementationInfo, Trace
-from seamspec.conformance._core.catalogue import catalogue
+from seamspec.conformance._core.catalogue import PROFILES, Profile, catalogue
 from seamspec.conformance._core.errors import ImplementationError, Unsupported
 from seamspec.conformance._core.manifest import ExpectedFailure
 from seamspec.conformance._core.registry import contract_judges
@@ -42,12 +46,18 @@ class Finding:
     rule: str | None
     level: Literal["MUST", "SHOULD"]
     message: str
+    #: The least profile under which this finding counts (the rule's, or the scenario's).
+    profile: Profile = "upstream"
+
+    def counts_under(self, profile: Profile) -> bool:
+        return profile == "strict" or self.profile == "upstream"
 
     def to_json(self) -> dict[str, Any]:
         return {
             "source": self.source,
             "rule": self.rule,
             "level": self.level,
+            "profile": self.profile,
             "message": self.message,
         }
 
@@ -61,22 +71,46 @@ class ScenarioResult:
     duration: float = 0.0
     trace: Trace | None = None
     expected_failure: ExpectedFailure | None = None
+    #: The profile the run judged by; findings outside it are recommendations.
+    profile: Profile = "upstream"
+
+    @property
+    def counted(self) -> list[Finding]:
+        """The findings that count under this run's profile."""
+        return [f for f in self.findings if f.counts_under(self.profile)]
 
     @property
     def level(self) -> Literal["MUST", "SHOULD"]:
-        """The level at which this result counts: MUST if any MUST finding, else SHOULD."""
+        """The level at which this result counts: MUST if any counted MUST finding, else SHOULD."""
         if self.status == "fail":
-            return "MUST" if any(f.level == "MUST" for f in self.findings) else "SHOULD"
+            return "MUST" if any(f.level == "MUST" for f in self.counted) else "SHOULD"
         return "MUST" if self.scenario.level == "MUST" else "SHOULD"
 
     @property
     def is_failure(self) -> bool:
-        """A conformance failure: a MUST-level fail."""
+        """A conformance failure: a MUST-level fail under the run's profile."""
         return self.status == "fail" and self.level == "MUST"
 
     @property
     def is_warning(self) -> bool:
-        return self.status == "fail" and self.level == "SHOULD"
+        """A SHOULD-level finding under the run's profile: reported, not counted."""
+        return self.status == "fail" and self.level == "SHOULD" and bool(self.counted)
+
+    @property
+    def is_recommendation(self) -> bool:
+        """Only seamspec's own decisions were missed, and the profile does not count them."""
+        return self.status == "fail" and not self.counted
+
+    @property
+    def counts_as(self) -> str:
+        """One word for reports: failure, warning, recommendation, or the status."""
+        if self.is_failure:
+            return "failure"
+        if self.is_warning:
+            return "warning"
+        if self.is_recommendation:
+            return "recommendation"
+        return self.status
 
     @property
     def broken_rules(self) -> list[str]:
@@ -99,6 +133,7 @@ class RunResult:
     started: float
     duration: float
     strict: bool = False
+    profile: Profile = "upstream"
 
     def summary(self) -> dict[str, int]:
         counts = {
@@ -107,6 +142,7 @@ class RunResult:
             "skipped": 0,
             "errors": 0,
             "warnings": 0,
+            "recommendations": 0,
             "xfailed": 0,
             "xpassed": 0,
         }
@@ -117,6 +153,8 @@ class RunResult:
                 counts["failed"] += 1
             elif r.is_warning:
                 counts["warnings"] += 1
+            elif r.is_recommendation:
+                counts["recommendations"] += 1
             elif r.status == "skip":
                 counts["skipped"] += 1
             elif r.status == "error":
@@ -127,14 +165,48 @@ class RunResult:
                 counts["xpassed"] += 1
         return counts
 
+    def unjudged_contracts(self) -> list[str]:
+        """Contracts the implementation declares whose selected scenarios were all skipped.
+
+        Declaring a contract and then skipping every scenario of it (no feature declared,
+        or ``Unsupported`` everywhere) is not conformance: nothing was checked.
+        """
+        ran: dict[str, bool] = {}
+        for r in self.results:
+            if r.scenario.contract in self.implementation.contracts:
+                ran[r.scenario.contract] = ran.get(r.scenario.contract, False) or (
+                    r.status != "skip"
+                )
+        return [contract for contract, judged in ran.items() if not judged]
+
+    def nothing_judged(self) -> str | None:
+        """Why this run judged nothing, or None: no MUST scenario passed or failed."""
+        judged = [r for r in self.results if r.scenario.level == "MUST" and r.status != "skip"]
+        if judged:
+            return None
+        skipped = [r for r in self.results if r.status == "skip"]
+        reasons = sorted({r.detail for r in skipped})
+        why = "; ".join(reasons[:3]) + (
+            f"; and {len(reasons) - 3} more" if len(reasons) > 3 else ""
+        )
+        return f"no MUST scenario was judged ({len(skipped)} skipped: {why or 'none selected'})"
+
     @property
     def ok(self) -> bool:
         """True when every MUST scenario passed or was expected to fail (exit code 0).
 
-        With ``strict``, an unexpected pass also fails the run: the manifest is stale.
+        With ``strict``, an unexpected pass also fails the run: the manifest is stale. A
+        run that judged nothing, or a declared contract none of whose scenarios ran, is not
+        a pass either.
         """
         s = self.summary()
-        return s["failed"] == 0 and s["errors"] == 0 and not (self.strict and s["xpassed"])
+        return (
+            s["failed"] == 0
+            and s["errors"] == 0
+            and not (self.strict and s["xpassed"])
+            and self.nothing_judged() is None
+            and not self.unjudged_contracts()
+        )
 
 
 def summary_line(summary: dict[str, int]) -> str:
@@ -142,6 +214,7 @@ def summary_line(summary: dict[str, int]) -> str:
     for key, word in (
         ("skipped", "skipped"),
         ("errors", "errors"),
+        ("recommendations", "strict-profile recommendations"),
         ("xfailed", "xfailed"),
         ("xpassed", "xpassed"),
     ):
@@ -182,12 +255,16 @@ class Runner:
         on_result: Callable[[ScenarioResult], None] | None = None,
         expected_failures: dict[str, ExpectedFailure] | None = None,
         strict: bool = False,
+        profile: Profile = "upstream",
     ) -> None:
+        if profile not in PROFILES:
+            raise ValueError(f"profile must be one of {', '.join(PROFILES)}, not {profile!r}")
         self.adapter = adapter
         self.timeout = timeout
         self.on_result = on_result
         self.expected_failures = expected_failures or {}
         self.strict = strict
+        self.profile = profile
         self.info = adapter.info()
 
     def run(
@@ -203,7 +280,9 @@ class Runner:
                 self.on_result(result)
             if stop and stop(result):
                 break
-        return RunResult(self.info, results, started, time.perf_counter() - t0, self.strict)
+        return RunResult(
+            self.info, results, started, time.perf_counter() - t0, self.strict, self.profile
+        )
 
     def _skip_reason(self, scenario: Scenario) -> str | None:
         if scenario.contract not in self.info.contracts:
@@ -216,14 +295,15 @@ class Runner:
     def run_one(self, scenario: Scenario) -> ScenarioResult:
         """Run and judge one scenario, then apply the expected-failure manifest."""
         result = self._run_and_judge(scenario)
+        result.profile = self.profile
         expected = self.expected_failures.get(scenario.id)
         if expected is None or result.status == "skip":
             return result
         result.expected_failure = expected
-        if result.status in ("fail", "error"):
+        if result.status == "error" or result.is_failure or result.is_warning:
             result.detail = f"expected failure: {expected.reason}\n{result.detail}"
             result.status = "xfail"
-        elif result.status == "pass":
+        elif result.status == "pass" or result.is_recommendation:
             result.detail = f"passed, but the manifest expects a failure: {expected.reason}"
             result.status = "xpass"
         return result
@@ -285,9 +365,9 @@ def judge(scenario: Scenario, trace: Trace) -> list[Finding]:
     findings = []
     for rule, message in oracle(request, scenario.then, trace):
         level = rules[rule].level if rule in rules else "MUST"
-        findings.append(Finding("oracle", rule, level, message))
+        profile = rules[rule].profile if rule in rules else "upstream"
+        findings.append(Finding("oracle", rule, level, message, profile))
+    level = "MUST" if scenario.level == "MUST" else "SHOULD"
     for _, message in expect(request, scenario.then, trace):
-        findings.append(
-            Finding("then", None, "MUST" if scenario.level == "MUST" else "SHOULD", message)
-        )
+        findings.append(Finding("then", None, level, message, scenario.profile))
     return findings

@@ -20,7 +20,7 @@ import jsonschema
 from jsonschema.exceptions import ValidationError, best_match
 from referencing import Registry, Resource
 
-from seamspec.conformance._core.catalogue import CONTRACTS, Contract, catalogue
+from seamspec.conformance._core.catalogue import CONTRACTS, Contract, Profile, catalogue
 from seamspec.conformance._core.errors import Problem, ScenarioError
 from seamspec.conformance._core.registry import contract_linters, room
 from seamspec.conformance._core.yaml_loader import LoadedYaml, YamlProblem, load_yaml
@@ -53,6 +53,8 @@ class Scenario:
     source: str
     line: int = 1
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    #: ``strict`` when what ``then`` pins is a seamspec decision (see :data:`PROFILES`).
+    profile: Profile = "upstream"
 
     def request(self) -> dict[str, Any]:
         """The scenario as sent to an implementation: ``given`` and ``when``, never ``then``."""
@@ -244,6 +246,25 @@ def _catalogue_problems(file: str, loaded: LoadedYaml) -> list[Problem]:
     return problems
 
 
+def _profile_problems(file: str, loaded: LoadedYaml) -> list[Problem]:
+    """A scenario that pins only seamspec's decisions must say it is in the strict profile."""
+    data, rules = loaded.data, catalogue()
+    problems: list[Problem] = []
+    cited = [r for r in data.get("rules", []) if isinstance(r, str) and r in rules]
+    upstream_profile = data.get("profile", "upstream") == "upstream"
+    if cited and upstream_profile and all(rules[r].profile == "strict" for r in cited):
+        problems.append(
+            Problem(
+                file,
+                loaded.line_of(("rules",)),
+                "every rule this scenario cites is seamspec's own decision "
+                f"({', '.join(cited)}), yet the scenario is in the upstream profile",
+                "add `profile: strict`, or cite the upstream rule it also checks",
+            )
+        )
+    return problems
+
+
 def validate_files(paths: Sequence[Path]) -> tuple[list[Scenario], list[Problem]]:
     """Load and check every scenario file under ``paths``; return scenarios and all problems."""
     files, problems = _expand(paths)
@@ -278,6 +299,8 @@ def validate_files(paths: Sequence[Path]) -> tuple[list[Scenario], list[Problem]
             lint = contract_linters().get(data["contract"])
             for at, message in lint(data) if lint else ():
                 found.append(Problem(file, loaded.line_of(at), message))
+        if not found:
+            found = _profile_problems(file, loaded)
         scenario_id = data.get("id")
         if isinstance(scenario_id, str):
             if scenario_id in seen_ids:
@@ -318,6 +341,7 @@ def validate_files(paths: Sequence[Path]) -> tuple[list[Scenario], list[Problem]
                 then=data["then"],
                 source=file,
                 raw=data,
+                profile=data.get("profile", "upstream"),
             )
         )
     return scenarios, problems

@@ -11,12 +11,13 @@ from datetime import datetime, timezone
 from html import escape
 from typing import Any
 
-from seamspec.conformance._core.catalogue import catalogue
+from seamspec.conformance._core.catalogue import Rule, catalogue
+from seamspec.conformance._reports.json_junit import verdict_word
 
 __all__ = ["html_report"]
 
 # Worst first: the cell of a rule shows the worst status among the scenarios citing it.
-_RANK = ["error", "fail", "xpass", "warn", "xfail", "pass", "skip"]
+_RANK = ["error", "fail", "xpass", "warn", "reco", "xfail", "pass", "skip"]
 _LABEL = {
     "pass": "pass",
     "fail": "FAIL",
@@ -25,6 +26,7 @@ _LABEL = {
     "xfail": "xfail",
     "xpass": "XPASS",
     "warn": "warn",
+    "reco": "reco",
 }
 
 _CSS = """
@@ -32,7 +34,7 @@ body{font:14px/1.45 system-ui,sans-serif;margin:2rem;color:#1f2328}
 h1{font-size:1.6rem}h2{margin-top:2rem;border-bottom:1px solid #d0d7de}
 table{border-collapse:collapse;margin:.5rem 0}td,th{border:1px solid #d0d7de;padding:.25rem .5rem;text-align:left}
 th{background:#f6f8fa}.s-pass{background:#dafbe1}.s-fail,.s-error,.s-xpass{background:#ffebe9;font-weight:600}
-.s-warn{background:#fff8c5}.s-xfail{background:#ddf4ff}.s-skip,.s-none{color:#8c959f}
+.s-warn{background:#fff8c5}.s-reco{background:#eef6ff}.s-xfail{background:#ddf4ff}.s-skip,.s-none{color:#8c959f}
 pre{background:#f6f8fa;padding:.5rem;overflow-x:auto;white-space:pre-wrap}
 .card{display:inline-block;border:1px solid #d0d7de;border-radius:6px;padding:.5rem 1rem;margin:.25rem}
 .ok{color:#1a7f37}.bad{color:#cf222e}code{font-size:.95em}
@@ -40,15 +42,25 @@ pre{background:#f6f8fa;padding:.5rem;overflow-x:auto;white-space:pre-wrap}
 
 
 def _status(result: dict[str, Any]) -> str:
-    return "warn" if result["counts_as"] == "warning" else result["status"]
+    counts_as = result["counts_as"]
+    return {"warning": "warn", "recommendation": "reco"}.get(counts_as, result["status"])
 
 
 def _status_for_rule(result: dict[str, Any], rule_id: str) -> str:
     """A scenario that failed because of *another* rule says nothing against this one."""
     status = _status(result)
-    if status in ("fail", "warn", "xfail", "xpass") and rule_id not in result["broken_rules"]:
+    if (
+        status in ("fail", "warn", "reco", "xfail", "xpass")
+        and rule_id not in result["broken_rules"]
+    ):
         return "pass"
     return status
+
+
+def _counts_under(rule: Rule) -> str:
+    if rule.profile == "strict":
+        return "strict profile"
+    return f"feature {escape(rule.feature)}" if rule.feature else "every profile"
 
 
 def _worst(statuses: list[str]) -> str:
@@ -76,13 +88,15 @@ def html_report(reports: list[dict[str, Any]]) -> str:
     out.append('<h2 id="summary">Implementations</h2>')
     for report in reports:
         s, impl = report["summary"], report["implementation"]
-        ok = s["failed"] == 0 and s["errors"] == 0
+        word = verdict_word(report)
+        ok = word == "conforms"
         out.append(
             f'<div class="card impl-summary"><b>{escape(impl["name"])}</b> {escape(impl["version"])} '
-            f"({escape(impl['language'])})<br>"
-            f'<span class="{"ok" if ok else "bad"}">{"conforms" if ok else "does not conform"}</span>: '
+            f"({escape(impl['language'])}; profile {escape(report.get('profile', 'upstream'))})<br>"
+            f'<span class="{"ok" if ok else "bad"}">{escape(word)}</span>: '
             f"{s['passed']} passed, {s['failed']} failed, {s['errors']} errors, {s['skipped']} skipped, "
-            f"{s['xfailed']} xfail, {s['xpassed']} xpass, {s['warnings']} warnings</div>"
+            f"{s['xfailed']} xfail, {s['xpassed']} xpass, {s['warnings']} warnings, "
+            f"{s.get('recommendations', 0)} strict-profile recommendations</div>"
         )
     out.append(
         '<h2 id="contracts">Per contract</h2><table id="contract-summary"><tr><th>contract</th>'
@@ -106,6 +120,7 @@ def html_report(reports: list[dict[str, Any]]) -> str:
 
     out.append(
         '<h2 id="rules">Compliance by rule</h2><table id="rule-matrix"><tr><th>rule</th><th>level</th>'
+        "<th>counts under</th>"
     )
     out += [f"<th>{escape(n)}</th>" for n in names]
     out.append("</tr>")
@@ -114,6 +129,7 @@ def html_report(reports: list[dict[str, Any]]) -> str:
             continue
         out.append(
             f'<tr><th title="{escape(rule.text)}"><code>{rule.id}</code></th><td>{rule.level}</td>'
+            f"<td>{_counts_under(rule)}</td>"
         )
         for results in by_impl:
             citing = [
@@ -147,7 +163,7 @@ def html_report(reports: list[dict[str, Any]]) -> str:
     grouped: dict[str, list[tuple[str, dict[str, Any]]]] = defaultdict(list)
     for name, results in zip(names, by_impl, strict=True):
         for sid, result in results.items():
-            if result["counts_as"] in ("failure", "error", "warning", "xpass"):
+            if result["counts_as"] in ("failure", "error", "warning", "recommendation", "xpass"):
                 grouped[sid].append((name, result))
     for sid in sorted(grouped):
         for name, result in grouped[sid]:

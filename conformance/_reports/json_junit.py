@@ -24,6 +24,7 @@ __all__ = [
     "REPORT_VERSION",
     "report_schema",
     "to_json_report",
+    "verdict_word",
     "write_json_report",
     "write_junit_xml",
 ]
@@ -48,7 +49,8 @@ def to_json_report(run: RunResult) -> dict[str, Any]:
             "rules": list(r.scenario.rules),
             "level": r.scenario.level,
             "status": r.status,
-            "counts_as": "failure" if r.is_failure else "warning" if r.is_warning else r.status,
+            "profile": r.scenario.profile,
+            "counts_as": r.counts_as,
             "detail": r.detail,
             "broken_rules": r.broken_rules,
             "findings": [f.to_json() for f in r.findings],
@@ -62,14 +64,36 @@ def to_json_report(run: RunResult) -> dict[str, Any]:
         "report_version": REPORT_VERSION,
         "kit": {"name": "seamspec", "version": __version__},
         "spec_version": SPEC_VERSION,
+        "profile": run.profile,
         "implementation": run.implementation.to_json(),
         "started": datetime.fromtimestamp(run.started, timezone.utc).isoformat(),
         "duration": round(run.duration, 6),
         "summary": run.summary(),
+        "verdict": _verdict(run),
         "results": results,
     }
     jsonschema.validate(report, report_schema())
     return report
+
+
+def _verdict(run: RunResult) -> dict[str, Any]:
+    nothing = run.nothing_judged()
+    word = "nothing judged" if nothing else "conforms" if run.ok else "does not conform"
+    return {
+        "ok": run.ok,
+        "word": word,
+        "nothing_judged": nothing,
+        "unjudged_contracts": run.unjudged_contracts(),
+    }
+
+
+def verdict_word(report: dict[str, Any]) -> str:
+    """The verdict of a JSON report, also for reports written before it was stored."""
+    stored = report.get("verdict")
+    if isinstance(stored, dict):
+        return str(stored["word"])
+    s = report["summary"]
+    return "conforms" if s["failed"] == 0 and s["errors"] == 0 else "does not conform"
 
 
 def write_json_report(run: RunResult, path: Path) -> dict[str, Any]:
@@ -98,6 +122,11 @@ def write_junit_xml(report: dict[str, Any], path: Path) -> None:
             case.result = [Skipped(entry["detail"] or status)]
         elif counts_as == "warning":
             case.system_out = f"SHOULD-level finding (warning):\n{entry['detail']}"
+        elif counts_as == "recommendation":
+            case.system_out = (
+                f"strict-profile recommendation (not counted under profile "
+                f"{report.get('profile', 'upstream')}):\n{entry['detail']}"
+            )
         suite.add_testcase(case)
     xml = JUnitXml()
     xml.add_testsuite(suite)

@@ -8,6 +8,8 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from seamspec.conformance._reports.json_junit import verdict_word
+
 __all__ = ["badge_json", "compare_reports", "markdown_summary"]
 
 
@@ -19,8 +21,7 @@ def _must_counts(report: dict[str, Any]) -> tuple[int, int]:
 def badge_json(report: dict[str, Any]) -> dict[str, Any]:
     """A shields.io endpoint badge: MUST scenarios passed out of those run."""
     passed, total = _must_counts(report)
-    s = report["summary"]
-    ok = s["failed"] == 0 and s["errors"] == 0
+    ok = verdict_word(report) == "conforms"
     color = "brightgreen" if ok and passed == total else "yellow" if ok else "red"
     return {
         "schemaVersion": 1,
@@ -33,16 +34,18 @@ def badge_json(report: dict[str, Any]) -> dict[str, Any]:
 def markdown_summary(reports: list[dict[str, Any]]) -> str:
     lines = ["## seamspec conformance", ""]
     lines += [
-        "| implementation | contracts | passed | failed | errors | skipped | xfail | xpass | warnings | verdict |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| implementation | profile | contracts | passed | failed | errors | skipped | xfail | xpass | warnings | recommendations | verdict |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for report in reports:
         s, impl = report["summary"], report["implementation"]
-        verdict = "conforms" if s["failed"] == 0 and s["errors"] == 0 else "**does not conform**"
+        word = verdict_word(report)
+        verdict = word if word == "conforms" else f"**{word}**"
         lines.append(
-            f"| {impl['name']} {impl['version']} | {', '.join(impl['contracts'])} | {s['passed']} | "
+            f"| {impl['name']} {impl['version']} | {report.get('profile', 'upstream')} | "
+            f"{', '.join(impl['contracts'])} | {s['passed']} | "
             f"{s['failed']} | {s['errors']} | {s['skipped']} | {s['xfailed']} | {s['xpassed']} | "
-            f"{s['warnings']} | {verdict} |"
+            f"{s['warnings']} | {s.get('recommendations', 0)} | {verdict} |"
         )
     for report in reports:
         bad = [r for r in report["results"] if r["counts_as"] in ("failure", "error", "xpass")]

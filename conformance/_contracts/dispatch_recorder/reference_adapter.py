@@ -30,7 +30,7 @@ __all__ = ["ReferenceDispatch", "reference_driver"]
 class ReferenceDispatch:
     """Builds the reference :class:`ToolExecutor` and runs :func:`run_turn` with it."""
 
-    features: tuple[str, ...] = ("signed-journal",)
+    features: tuple[str, ...] = ("signed-journal", "record-time-limit")
     executor: type[ToolExecutor] = ToolExecutor
     journal: type[JournalRecorder] = JournalRecorder
 

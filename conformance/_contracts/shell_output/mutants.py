@@ -294,6 +294,33 @@ class _SpawnErrorFinishes(ShellRunner):
         self._complete(session)
 
 
+class _TimeoutDropsOutput(ShellRunner):
+    """On the time limit, returns no output and exit code 124, like coreutils `timeout`."""
+
+    async def run(self, argv: Sequence[str], **kwargs: Any) -> ShellResult:
+        result = await super().run(argv, **kwargs)
+        if not result.timed_out:
+            return result
+        return replace(
+            result,
+            exit_code=124,
+            stdout=b"",
+            stderr=b"",
+            stdout_truncated=False,
+            stderr_truncated=False,
+        )
+
+
+class _IdForRefused(ShellRunner):
+    """Takes the invocation ID before asking the policy, so a refused command uses one up."""
+
+    async def run(self, argv: Sequence[str], **kwargs: Any) -> ShellResult:
+        refused = self._policy is not None and self._policy(list(argv))
+        if kwargs.get("observer") is not None and refused:
+            self._ids.take()
+        return await super().run(argv, **kwargs)
+
+
 class _RefusedAfterObserving(ShellRunner):
     """Attaches the observer first and checks the policy after (then closes the session)."""
 
@@ -392,8 +419,10 @@ _ALL = [
     _m("soo-finish-panic-breaks-observer", "SOO-FINISH-PANIC", _FinishPanicRunner),
     _m("soo-cancel-finishes", "SOO-CANCEL", _CancelFinishes),
     _m("soo-timeout-finishes", "SOO-TIMEOUT", _TimeoutFinishes),
+    _m("soo-timeout-drops-output", "SOO-TIMEOUT-RESULT", _TimeoutDropsOutput),
     _m("soo-envelope-from-observer", "SOO-ENVELOPE", _EnvelopeFromObserver),
     _m("soo-refused-after-observing", "SOO-DENIED", _RefusedAfterObserving),
+    _m("soo-id-for-refused", "SOO-DENIED-NO-ID", _IdForRefused),
     _m("soo-spawn-error-finishes", "SOO-ERROR-NO-FINISH", _SpawnErrorFinishes),
 ]
 

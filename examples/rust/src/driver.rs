@@ -329,11 +329,20 @@ impl ScriptedObserver {
                 ("hook", Value::from(hook)),
                 ("invocation", Value::from(invocation.get())),
                 ("thread", Value::from(thread.as_str())),
-                ("outcome", Value::from(if raise.is_some() { "raised" } else { "returned" })),
+                (
+                    "outcome",
+                    Value::from(if raise.is_some() {
+                        "raised"
+                    } else {
+                        "returned"
+                    }),
+                ),
             ],
         );
         if let Some(message) = raise {
-            let text = message.as_str().map_or_else(|| message.to_json(), str::to_string);
+            let text = message
+                .as_str()
+                .map_or_else(|| message.to_json(), str::to_string);
             std::panic::panic_any(format!("scripted observer {:?} raises: {text}", self.name));
         }
     }
@@ -344,7 +353,10 @@ impl ShellOutputObserver for ScriptedObserver {
         self.call(
             "on_output",
             invocation,
-            vec![("stream", Value::from(stream.name())), ("hex", Value::from(hex(chunk)))],
+            vec![
+                ("stream", Value::from(stream.name())),
+                ("hex", Value::from(hex(chunk))),
+            ],
         );
     }
 
@@ -353,7 +365,10 @@ impl ShellOutputObserver for ScriptedObserver {
     }
 }
 
-fn build_observer(entry: &Value, shared: &Arc<Shared>) -> Outcome<(String, Arc<dyn ShellOutputObserver>)> {
+fn build_observer(
+    entry: &Value,
+    shared: &Arc<Shared>,
+) -> Outcome<(String, Arc<dyn ShellOutputObserver>)> {
     let name = string(field(entry, "name", "observers")?, "an observer's name")?.to_string();
     let scripted = Arc::new(ScriptedObserver {
         name: name.clone(),
@@ -361,12 +376,17 @@ fn build_observer(entry: &Value, shared: &Arc<Shared>) -> Outcome<(String, Arc<d
         counts: Mutex::new([0, 0]),
         shared: Arc::clone(shared),
     });
-    let callable = entry.get("callable").and_then(Value::as_bool).unwrap_or(false);
+    let callable = entry
+        .get("callable")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
     let observer: Arc<dyn ShellOutputObserver> = if callable {
         // A plain closure: an observer with no finish notice.
-        Arc::new(move |invocation: InvocationId, stream: OutputStream, chunk: &[u8]| {
-            scripted.on_output(invocation, stream, chunk);
-        })
+        Arc::new(
+            move |invocation: InvocationId, stream: OutputStream, chunk: &[u8]| {
+                scripted.on_output(invocation, stream, chunk);
+            },
+        )
     } else {
         scripted
     };
@@ -434,11 +454,18 @@ fn scratch_folder() -> Outcome<PathBuf> {
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.subsec_nanos());
-        let path = base.join(format!("seamspec-soo-rust-{}-{n}-{nanos}", std::process::id()));
+        let path = base.join(format!(
+            "seamspec-soo-rust-{}-{n}-{nanos}",
+            std::process::id()
+        ));
         match std::fs::create_dir(&path) {
             Ok(()) => return Ok(path),
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-            Err(e) => return Err(DriverError::new(format!("cannot create a scratch folder: {e}"))),
+            Err(e) => {
+                return Err(DriverError::new(format!(
+                    "cannot create a scratch folder: {e}"
+                )))
+            }
         }
     }
     Err(DriverError::new("cannot create a scratch folder"))
@@ -454,7 +481,11 @@ impl<'a> Scenario<'a> {
         let budget = size(given.get("budget"), cap, "given.budget")?;
         let shared = Arc::new(Shared::default());
         let mut observers = HashMap::new();
-        for entry in given.get("observers").and_then(Value::as_array).unwrap_or(&[]) {
+        for entry in given
+            .get("observers")
+            .and_then(Value::as_array)
+            .unwrap_or(&[])
+        {
             let (name, observer) = build_observer(entry, &shared)?;
             observers.insert(name, observer);
         }
@@ -469,22 +500,26 @@ impl<'a> Scenario<'a> {
                     .contains(argv)
                     .then(|| "refused by the scenario's policy".to_string())
             }))
-            .with_thread_hook(Arc::new(move |role: &str, invocation: Option<InvocationId>| {
-                let thread = hook_shared.threads.current();
-                hook_shared.tracer.emit(
-                    "thread",
-                    vec![
-                        ("role", Value::from(role)),
-                        ("invocation", Value::from(invocation.map(InvocationId::get))),
-                        ("thread", Value::from(thread)),
-                    ],
-                );
-            }));
+            .with_thread_hook(Arc::new(
+                move |role: &str, invocation: Option<InvocationId>| {
+                    let thread = hook_shared.threads.current();
+                    hook_shared.tracer.emit(
+                        "thread",
+                        vec![
+                            ("role", Value::from(role)),
+                            ("invocation", Value::from(invocation.map(InvocationId::get))),
+                            ("thread", Value::from(thread)),
+                        ],
+                    );
+                },
+            ));
         let folder = scratch_folder()?;
         let gate_dir = folder.join("gates");
         if let Err(e) = std::fs::create_dir(&gate_dir) {
             let _ = std::fs::remove_dir_all(&folder);
-            return Err(DriverError::new(format!("cannot create the gate folder: {e}")));
+            return Err(DriverError::new(format!(
+                "cannot create the gate folder: {e}"
+            )));
         }
         Ok(Self {
             given,
@@ -571,7 +606,10 @@ impl<'a> Scenario<'a> {
                 if !call.done.wait(Some(WAIT_LIMIT)) {
                     self.emit(
                         "kit_timeout",
-                        vec![("call", Value::from(ident)), ("waiting", Value::from("join"))],
+                        vec![
+                            ("call", Value::from(ident)),
+                            ("waiting", Value::from("join")),
+                        ],
                     );
                 }
                 Ok(())
@@ -654,7 +692,10 @@ impl<'a> Scenario<'a> {
     }
 
     fn wait_entered(&self, index: usize, body: &Value) -> Outcome<()> {
-        let observer = string(field(body, "observer", "wait_entered")?, "wait_entered.observer")?;
+        let observer = string(
+            field(body, "observer", "wait_entered")?,
+            "wait_entered.observer",
+        )?;
         let hook = match body.get("hook") {
             Some(h) => string(h, "wait_entered.hook")?,
             None => "on_output",
@@ -679,31 +720,47 @@ impl<'a> Scenario<'a> {
         Ok(())
     }
 
+    /// The emitter command line for a `run`/`start` body (the script travels as JSON).
+    fn command_line(&self, ident: &str, body: &Value) -> Outcome<Vec<String>> {
+        let steps = body
+            .get("script")
+            .cloned()
+            .unwrap_or(Value::Array(Vec::new()));
+        for step in steps
+            .as_array()
+            .ok_or_else(|| DriverError::new("script must be a list"))?
+        {
+            if let Some(gate) = step.get("wait") {
+                safe_name(string(gate, "a script's wait gate")?)?;
+            }
+        }
+        let script = Value::object([
+            ("call", Value::from(ident)),
+            (
+                "gates",
+                Value::from(self.gate_dir.to_string_lossy().into_owned()),
+            ),
+            ("steps", steps),
+        ]);
+        let mut argv = (self.emitter)().map_err(DriverError::new)?;
+        argv.push(script.to_json());
+        let flag = |key: &str| body.get(key).and_then(Value::as_bool).unwrap_or(false);
+        if flag("missing_program") {
+            argv[0] = MISSING_PROGRAM.to_string();
+        }
+        if flag("refused") {
+            lock(&self.refused).insert(argv.clone());
+        }
+        Ok(argv)
+    }
+
     /// A `run` (wait here) or `start` (wait on a helper thread) of the kit's emitter.
     fn process(&mut self, body: &Value, background: bool) -> Outcome<()> {
         let ident = string(field(body, "id", "run")?, "run.id")?.to_string();
         if self.calls.iter().any(|(id, _)| *id == ident) || self.sessions.contains_key(&ident) {
             return Err(DriverError::new(format!("call id {ident:?} is used twice")));
         }
-        let steps = body.get("script").cloned().unwrap_or(Value::Array(Vec::new()));
-        for step in steps.as_array().ok_or_else(|| DriverError::new("script must be a list"))? {
-            if let Some(gate) = step.get("wait") {
-                safe_name(string(gate, "a script's wait gate")?)?;
-            }
-        }
-        let script = Value::object([
-            ("call", Value::from(ident.as_str())),
-            ("gates", Value::from(self.gate_dir.to_string_lossy().into_owned())),
-            ("steps", steps),
-        ]);
-        let mut argv = (self.emitter)().map_err(DriverError::new)?;
-        argv.push(script.to_json());
-        if body.get("missing_program").and_then(Value::as_bool).unwrap_or(false) {
-            argv[0] = MISSING_PROGRAM.to_string();
-        }
-        if body.get("refused").and_then(Value::as_bool).unwrap_or(false) {
-            lock(&self.refused).insert(argv.clone());
-        }
+        let argv = self.command_line(&ident, body)?;
         let observer = self.observer(body)?;
         let timeout = seconds(body.get("timeout").or_else(|| self.given.get("timeout")))?;
 
@@ -747,15 +804,12 @@ impl<'a> Scenario<'a> {
         let shared = Arc::clone(&self.shared);
         let cancelled = Arc::clone(&self.cancelled);
         let finish = move || {
-            let outcome = match running.wait_for(Some(limit.saturating_duration_since(Instant::now())))
-            {
-                Some(outcome) => outcome,
-                None => {
-                    // The kit's own limit: cancel it as the Python driver's scope would.
-                    running.cancel();
-                    running.wait()
-                }
-            };
+            let remaining = limit.saturating_duration_since(Instant::now());
+            let outcome = running.wait_for(Some(remaining)).unwrap_or_else(|| {
+                // The kit's own limit: cancel it as the Python driver's scope would.
+                running.cancel();
+                running.wait()
+            });
             record_end(&shared, &ident, outcome, &cancelled);
             call.done.open();
         };
@@ -794,7 +848,10 @@ impl<'a> Scenario<'a> {
             if kit_timeout {
                 self.emit(
                     "kit_timeout",
-                    vec![("call", Value::from(ident.as_str())), ("waiting", Value::from("end"))],
+                    vec![
+                        ("call", Value::from(ident.as_str())),
+                        ("waiting", Value::from("end")),
+                    ],
                 );
                 let canceller = lock(&call.canceller).clone();
                 if let Some(canceller) = canceller {
@@ -817,7 +874,10 @@ impl<'a> Scenario<'a> {
             if verb != "run" && verb != "start" {
                 continue;
             }
-            let script = step.get(verb).and_then(|b| b.get("script")).and_then(Value::as_array);
+            let script = step
+                .get(verb)
+                .and_then(|b| b.get("script"))
+                .and_then(Value::as_array);
             for s in script.unwrap_or(&[]) {
                 if let Some(name) = s.get("wait").and_then(Value::as_str) {
                     if let Ok(name) = safe_name(name) {
@@ -887,7 +947,10 @@ fn record_end(
             if !lock(cancelled).contains(ident) {
                 shared.tracer.emit(
                     "kit_timeout",
-                    vec![("call", Value::from(ident)), ("waiting", Value::from("run"))],
+                    vec![
+                        ("call", Value::from(ident)),
+                        ("waiting", Value::from("run")),
+                    ],
                 );
             }
             shared
@@ -940,9 +1003,11 @@ pub fn locate_emitter() -> Result<Vec<String>, String> {
     if let Some(script) = on_path("seamspec-emitter") {
         return Ok(vec![script]);
     }
-    Err("cannot find the seamspec emitter: no Python here imports seamspec and \
+    Err(
+        "cannot find the seamspec emitter: no Python here imports seamspec and \
          seamspec-emitter is not on PATH; set SEAMSPEC_PYTHON or SEAMSPEC_EMITTER_CMD"
-        .into())
+            .into(),
+    )
 }
 
 /// `argv[0]` of our parent (the kit), when it is a Python interpreter. Not the resolved

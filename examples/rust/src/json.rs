@@ -547,7 +547,8 @@ mod tests {
 
     #[test]
     fn round_trips_nesting_and_order() {
-        let text = r#"{"type":"run","seq":1,"request":{"a":[1,-2,3.5,true,false,null,{"b":[]}],"c":{}}}"#;
+        let text =
+            r#"{"type":"run","seq":1,"request":{"a":[1,-2,3.5,true,false,null,{"b":[]}],"c":{}}}"#;
         let value = parse(text).unwrap();
         assert_eq!(value.to_json(), text);
         assert_eq!(value.get("seq"), Some(&Value::Int(1)));
@@ -560,12 +561,18 @@ mod tests {
         // Lone surrogates cannot live in a Rust string: U+FFFD, and the next escape
         // is still read on its own.
         assert_eq!(parse(r#""\ud800x""#).unwrap().as_str(), Some("\u{FFFD}x"));
-        assert_eq!(parse(r#""\ud800\u0041""#).unwrap().as_str(), Some("\u{FFFD}A"));
+        assert_eq!(
+            parse(r#""\ud800\u0041""#).unwrap().as_str(),
+            Some("\u{FFFD}A")
+        );
         assert_eq!(parse(r#""\udc00""#).unwrap().as_str(), Some("\u{FFFD}"));
         assert_eq!(parse("\"é€😀\"").unwrap().as_str(), Some("é€😀"));
         let written = Value::from("\u{1}\u{7f}é\u{2028}").to_json();
         assert_eq!(written, "\"\\u0001\\u007fé\\u2028\"");
-        assert_eq!(parse(&written).unwrap().as_str(), Some("\u{1}\u{7f}é\u{2028}"));
+        assert_eq!(
+            parse(&written).unwrap().as_str(),
+            Some("\u{1}\u{7f}é\u{2028}")
+        );
     }
 
     #[test]
@@ -576,11 +583,16 @@ mod tests {
         assert_eq!(parse("1e3").unwrap(), Value::Float(1000.0));
         assert_eq!(parse("-1.5E-2").unwrap(), Value::Float(-0.015));
         assert_eq!(parse("9223372036854775807").unwrap(), Value::Int(i64::MAX));
-        assert_eq!(parse("9223372036854775808").unwrap(), Value::Float(9.223_372_036_854_776e18));
+        assert_eq!(
+            parse("9223372036854775808").unwrap(),
+            Value::Float(9.223_372_036_854_776e18)
+        );
         assert_eq!(Value::Float(2.0).to_json(), "2.0");
         assert_eq!(Value::Float(f64::NAN).to_json(), "null");
         assert_eq!(Value::Float(2.0).as_i64(), Some(2));
-        for bad in ["01", "1.", ".5", "-", "1e", "+1", "0x10", "NaN", "Infinity", "1.e5"] {
+        for bad in [
+            "01", "1.", ".5", "-", "1e", "+1", "0x10", "NaN", "Infinity", "1.e5",
+        ] {
             assert!(parse(bad).is_err(), "{bad} must be refused");
         }
     }
@@ -588,8 +600,23 @@ mod tests {
     #[test]
     fn refuses_malformed_input() {
         for bad in [
-            "", " ", "{", "[1,]", "{\"a\":1,}", "{\"a\" 1}", "{1:2}", "\"abc", "\"a\tb\"",
-            "\"\\x\"", "\"\\u12\"", "\"\\u12g4\"", "tru", "nul", "[1] 2", "{}{}", "'a'",
+            "",
+            " ",
+            "{",
+            "[1,]",
+            "{\"a\":1,}",
+            "{\"a\" 1}",
+            "{1:2}",
+            "\"abc",
+            "\"a\tb\"",
+            "\"\\x\"",
+            "\"\\u12\"",
+            "\"\\u12g4\"",
+            "tru",
+            "nul",
+            "[1] 2",
+            "{}{}",
+            "'a'",
         ] {
             assert!(parse(bad).is_err(), "{bad:?} must be refused");
         }

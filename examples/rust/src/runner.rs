@@ -205,11 +205,11 @@ impl ShellRunner {
                 return Err(RunError::Refused(reason));
             }
         }
-        let Some((program, args)) = argv.split_first() else {
+        let Some((program, rest)) = argv.split_first() else {
             return Err(RunError::Spawn("empty command line".into()));
         };
         let mut child = Command::new(program)
-            .args(args)
+            .args(rest)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -239,8 +239,14 @@ impl ShellRunner {
             changed: Condvar::new(),
         });
         let drains = [
-            (OutputStream::Stdout, Box::new(stdout) as Box<dyn Read + Send>),
-            (OutputStream::Stderr, Box::new(stderr) as Box<dyn Read + Send>),
+            (
+                OutputStream::Stdout,
+                Box::new(stdout) as Box<dyn Read + Send>,
+            ),
+            (
+                OutputStream::Stderr,
+                Box::new(stderr) as Box<dyn Read + Send>,
+            ),
         ]
         .into_iter()
         .map(|(stream, pipe)| self.start_drain(pipe, stream, invocation, &inner))
@@ -463,7 +469,10 @@ impl Running {
     /// The invocation ID, when observed.
     #[must_use]
     pub fn invocation(&self) -> Option<InvocationId> {
-        self.inner.session.as_ref().map(ObservationSession::invocation)
+        self.inner
+            .session
+            .as_ref()
+            .map(ObservationSession::invocation)
     }
 
     /// A handle that can cancel this command from another thread.
@@ -649,7 +658,10 @@ mod tests {
     fn exit_code_streams_and_caps() {
         let runner = ShellRunner::new(5);
         let result = runner
-            .run(&sh("printf 'hello world'; printf e >&2; exit 7"), RunOptions::new())
+            .run(
+                &sh("printf 'hello world'; printf e >&2; exit 7"),
+                RunOptions::new(),
+            )
             .unwrap();
         assert_eq!(result.exit_code, Some(7));
         assert_eq!(result.stdout, b"hello");

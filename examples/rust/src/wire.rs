@@ -34,7 +34,10 @@ fn implementation() -> Value {
             "details",
             Value::object([
                 ("runtime", Value::from("rust, std only")),
-                ("models", Value::from("agent-bridle-tool-shell output observer")),
+                (
+                    "models",
+                    Value::from("agent-bridle-tool-shell output observer"),
+                ),
             ]),
         ),
     ])
@@ -122,14 +125,19 @@ fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
 
 /// The answer to one `run`.
 fn answer(seq: i64, request: &Value) -> Value {
-    let contract = request.get("contract").and_then(Value::as_str).unwrap_or("");
+    let contract = request
+        .get("contract")
+        .and_then(Value::as_str)
+        .unwrap_or("");
     if contract != CONTRACT {
         return Value::object([
             ("type", Value::from("skip")),
             ("seq", Value::from(seq)),
             (
                 "reason",
-                Value::from(format!("this implementation does not implement the {contract:?} contract")),
+                Value::from(format!(
+                    "this implementation does not implement the {contract:?} contract"
+                )),
             ),
         ]);
     }
@@ -154,7 +162,11 @@ pub fn serve(input: &mut impl BufRead, out: &mut impl Write) -> i32 {
         let line = match read_line(input, MAX_LINE) {
             Ok(Some(Line::Text(line))) => line,
             Ok(Some(Line::TooLong(length))) => {
-                let reply = error(None, &format!("input line of {length} bytes is longer than {MAX_LINE}; ignored"), None);
+                let reply = error(
+                    None,
+                    &format!("input line of {length} bytes is longer than {MAX_LINE}; ignored"),
+                    None,
+                );
                 if send(out, &reply).is_err() {
                     return 1;
                 }
@@ -198,7 +210,9 @@ fn handle(line: &[u8]) -> Handled {
     }
     let message = match json::parse(text) {
         Ok(message) => message,
-        Err(e) => return Handled::Reply(error(None, &format!("input line is not JSON: {e}"), None)),
+        Err(e) => {
+            return Handled::Reply(error(None, &format!("input line is not JSON: {e}"), None))
+        }
     };
     let seq = message.get("seq").and_then(Value::as_i64);
     match message.get("type").and_then(Value::as_str) {
@@ -210,7 +224,9 @@ fn handle(line: &[u8]) -> Handled {
                     ("implementation", implementation()),
                 ]))
             } else {
-                let got = message.get("protocol").map_or_else(|| "none".into(), Value::to_json);
+                let got = message
+                    .get("protocol")
+                    .map_or_else(|| "none".into(), Value::to_json);
                 Handled::Exit(
                     1,
                     Some(error(
@@ -223,13 +239,21 @@ fn handle(line: &[u8]) -> Handled {
         }
         Some("run") => {
             let Some(seq) = seq.filter(|s| *s >= 1) else {
-                return Handled::Reply(error(None, "a run message needs an integer seq >= 1", None));
+                return Handled::Reply(error(
+                    None,
+                    "a run message needs an integer seq >= 1",
+                    None,
+                ));
             };
             match message.get("request") {
                 Some(request) if request.as_object().is_some() => {
                     Handled::Reply(answer(seq, request))
                 }
-                _ => Handled::Reply(error(Some(seq), "a run message needs a request object", None)),
+                _ => Handled::Reply(error(
+                    Some(seq),
+                    "a run message needs a request object",
+                    None,
+                )),
             }
         }
         Some("stop") => Handled::Exit(0, None),
@@ -254,7 +278,10 @@ mod tests {
         let mut out = Vec::new();
         let code = serve(&mut input.as_bytes(), &mut out);
         let text = String::from_utf8(out).unwrap();
-        (code, text.lines().map(|l| json::parse(l).unwrap()).collect())
+        (
+            code,
+            text.lines().map(|l| json::parse(l).unwrap()).collect(),
+        )
     }
 
     #[test]
@@ -264,14 +291,20 @@ mod tests {
         );
         assert_eq!(code, 0);
         assert_eq!(replies.len(), 1);
-        assert_eq!(replies[0].get("type").and_then(Value::as_str), Some("started"));
+        assert_eq!(
+            replies[0].get("type").and_then(Value::as_str),
+            Some("started")
+        );
     }
 
     #[test]
     fn wrong_version_is_refused() {
         let (code, replies) = converse("{\"type\":\"start\",\"protocol\":2}\n");
         assert_eq!(code, 1);
-        assert_eq!(replies[0].get("type").and_then(Value::as_str), Some("error"));
+        assert_eq!(
+            replies[0].get("type").and_then(Value::as_str),
+            Some("error")
+        );
         assert!(replies[0].get("seq").is_none());
     }
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import posixpath
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -104,9 +103,11 @@ class WriteTools:
     Args:
         root: the directory the tools may change; it must exist.
         observer: normally a :class:`WriteObserverChain`; ``None`` means no hooks.
-        deny: ``fnmatch`` globs (case-sensitive) matched against the POSIX path relative
-            to ``root``, both as given and after resolving symlinks, and against each of
-            its parent directories, so ``".git"`` also protects ``".git/config"``.
+        deny: ``fnmatch`` globs (case-sensitive; ``*`` also matches ``/``) matched against
+            the POSIX path relative to ``root`` after resolving symlinks and ``..``, and
+            against each of its parent directories, so ``".git"`` also protects
+            ``".git/config"`` and a link that leads into ``.git`` is refused too. Patterns
+            are anchored at the root: ``"*/node_modules"`` reaches nested folders.
     """
 
     def __init__(
@@ -192,8 +193,9 @@ class WriteTools:
     def _check(self, path: str) -> tuple[Path, str]:
         """Resolve ``path`` under the root or raise :class:`SandboxRefused` with a reason.
 
-        Symlinks are resolved before the containment test, so a link pointing out of the
-        root is refused; inside the root the tools and the hooks work on the resolved file.
+        Symlinks are resolved before the containment and deny tests, so a link pointing out
+        of the root or into a denied folder is refused; inside the root the tools and the
+        hooks work on the resolved file (a link to an allowed file is followed).
         """
         if not path or "\0" in path:
             raise SandboxRefused(f"{path!r} is not a usable path")
@@ -208,11 +210,10 @@ class WriteTools:
         if not target.is_relative_to(self._root):
             raise SandboxRefused(f"{path} is outside the workspace")
         rel = target.relative_to(self._root).as_posix()
-        as_given = posixpath.normpath(Path(path).as_posix())
-        for candidate in (as_given, rel):
-            for pattern in self._deny:
-                if self._denied(candidate, pattern):
-                    raise SandboxRefused(f"{path} matches the deny rule {pattern!r}")
+        # Only where the path leads counts: the hooks and the mutation act on ``target``.
+        for pattern in self._deny:
+            if self._denied(rel, pattern):
+                raise SandboxRefused(f"{path} matches the deny rule {pattern!r}")
         return target, rel
 
     @staticmethod

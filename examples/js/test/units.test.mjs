@@ -75,3 +75,24 @@ test("the journal's signature catches an edit of the last entry (the chain canno
     fs.rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test("the sandbox check follows links, dangling ones too, and denies by parent folder", async () => {
+  const fs = await import("node:fs");
+  const os = await import("node:os");
+  const path = await import("node:path");
+  const { WriteTools } = await import("../woc/tools.mjs");
+  const root = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), "seamspec-js-unit-")));
+  try {
+    fs.symlinkSync(".git/config", path.join(root, "latest.cfg")); // dangling: .git does not exist
+    fs.symlinkSync("docs", path.join(root, "d"));
+    const tools = new WriteTools(root, null, { deny: [".git"] });
+    assert.equal((await tools.write("latest.cfg", "x")).ok, false);
+    assert.equal((await tools.write(".git/hooks/pre-commit", "x")).ok, false);
+    assert.equal((await tools.write(".gitignore", "x")).ok, true);
+    assert.equal((await tools.write("d/../d/a.md", "x")).ok, true);
+    assert.equal(fs.readFileSync(path.join(root, "docs", "a.md"), "utf8"), "x");
+    assert.ok(!fs.existsSync(path.join(root, ".git")));
+  } finally {
+    fs.rmSync(root, { recursive: true, force: true });
+  }
+});

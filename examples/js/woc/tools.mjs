@@ -37,16 +37,39 @@ function reason(error) {
   return STRERROR[error.code] ?? error.message;
 }
 
-/** Like Python's Path.resolve(strict=False): follow the symlinks of the part that exists. */
+/**
+ * Like Python's Path.resolve(strict=False): follow every symbolic link, a dangling one too,
+ * component by component as the kernel does (so `link/..` is the parent of the link's
+ * target). `target` is an absolute path that may still hold `.` and `..`; it is not
+ * normalised first, because that would take `..` before the link it follows.
+ */
 export function resolveLoose(target) {
-  try {
-    return fs.realpathSync(target);
-  } catch (error) {
-    if (error.code !== "ENOENT" && error.code !== "ENOTDIR") throw error;
-    const parent = path.dirname(target);
-    if (parent === target) return target;
-    return path.join(resolveLoose(parent), path.basename(target));
+  const queue = target.split("/");
+  let current = "/";
+  let hops = 0;
+  while (queue.length) {
+    const part = queue.shift();
+    if (part === "" || part === ".") continue;
+    if (part === "..") {
+      current = path.dirname(current);
+      continue;
+    }
+    const next = path.join(current, part);
+    let link = null;
+    try {
+      if (fs.lstatSync(next).isSymbolicLink()) link = fs.readlinkSync(next);
+    } catch (error) {
+      if (error.code !== "ENOENT" && error.code !== "ENOTDIR") throw error;
+    }
+    if (link === null) {
+      current = next;
+      continue;
+    }
+    if (++hops > 40) throw Object.assign(new Error(`too many levels of symbolic links: ${target}`), { code: "ELOOP" });
+    if (path.isAbsolute(link)) current = "/";
+    queue.unshift(...link.split("/"));
   }
+  return current;
 }
 
 /** Python's fnmatch.fnmatchcase: `*` also matches `/`, `[!x]` negates, nothing else special. */
@@ -171,17 +194,18 @@ export class WriteTools {
     if (path.posix.isAbsolute(rel) || path.isAbsolute(rel)) {
       throw new SandboxRefused(`${rel} is absolute; paths are relative to the workspace`);
     }
-    const target = resolveLoose(path.resolve(this.root, rel));
+    let target;
+    try {
+      target = resolveLoose(`${this.root}/${rel}`);
+    } catch (error) {
+      throw new SandboxRefused(`${rel} cannot be resolved: ${error.message}`);
+    }
     if (target === this.root) throw new SandboxRefused(`${rel} is the workspace itself, not a file in it`);
     if (!isInside(this.root, target)) throw new SandboxRefused(`${rel} is outside the workspace`);
     const clean = path.relative(this.root, target).split(path.sep).join("/");
-    const asGiven = path.posix.normalize(rel.split(path.sep).join("/"));
-    for (const candidate of [asGiven, clean]) {
-      for (const pattern of this.deny) {
-        if (denied(candidate, pattern)) {
-          throw new SandboxRefused(`${rel} matches the deny rule '${pattern}'`);
-        }
-      }
+    // Only where the path leads counts: the hooks and the mutation act on `target`.
+    for (const pattern of this.deny) {
+      if (denied(clean, pattern)) throw new SandboxRefused(`${rel} matches the deny rule '${pattern}'`);
     }
     return [target, clean];
   }
@@ -210,7 +234,11 @@ export class WriteTools {
   }
 }
 
-/** A deny glob protects the path and every folder above it (".git" covers ".git/config"). */
+/**
+ * A deny glob protects the path and every folder above it (".git" covers ".git/config"),
+ * matched against the resolved path relative to the root, anchored there
+ * ("*\/node_modules" reaches nested folders; `*` also matches `/`).
+ */
 function denied(rel, pattern) {
   const prefixes = [rel];
   for (let p = path.posix.dirname(rel); p !== "." && p !== "/"; p = path.posix.dirname(p)) {

@@ -1,11 +1,20 @@
-"""Meta-tests: the shipped write-observer-chain scenarios must catch every mutant.
+"""Meta-tests: the shipped write-observer-chain scenarios must catch every mutant, for the
+right reason and at the right level.
 
 A scenario suite that a broken chain can pass is not a conformance suite. Each mutant in
-:mod:`seamspec.conformance._contracts.write_observer_chain.mutants` breaks one catalogue rule; here the suite must give
-it a ``fail`` verdict from a scenario that cites that rule. ``error`` does not count: a
-mutant caught only by crashing or hanging tells us nothing about the rule's scenarios.
-The controls (the reference, and the unmutated stepped chain every chain mutant derives
-from) must pass everything, or a "caught" mutant might be caught for the wrong reason.
+:mod:`seamspec.conformance._contracts.write_observer_chain.mutants` (the kit's own and the
+outsiders') breaks one catalogue rule. The suite must give it a ``fail`` from a scenario
+that **cites that rule**, that fails at **MUST level** (a SHOULD-only warning is not a
+catch; only WOC-FAIL-WARN, a SHOULD rule with no MUST side, is caught at SHOULD), under
+the **least profile the rule counts in** (a mutant of an upstream rule must be caught by
+the default profile), and with the **oracle naming the rule** in that same result (the
+oracle sees every WOC rule; ``then`` alone is not enough). ``error`` never counts: a mutant
+caught only by crashing or hanging tells us nothing about the rule's scenarios.
+
+The controls must pass everything, or a "caught" mutant might be caught for the wrong
+reason: the reference, the unmutated stepped chain every kit chain mutant derives from,
+and each outsider batch's own base implementation, which its variants differ from in one
+place.
 """
 
 from __future__ import annotations
@@ -34,18 +43,27 @@ from seamspec.conformance._contracts.write_observer_chain.mutants import (
     SteppedChain,
     mutant_adapter,
 )
+from seamspec.conformance._contracts.write_observer_chain.outsiders import base as outsider_base
+from seamspec.conformance._contracts.write_observer_chain.outsiders import batch1
+from seamspec.conformance._core.runner import Finding
 from seamspec.conformance._implementations import reference_adapter
 
-from ._mutant_matrix import assert_caught, describe
+from ._mutant_matrix import describe
 
 CONTRACT = "write-observer-chain"
-CONTROLS = ("reference", "stepped-chain")
+CONTROLS = ("reference", "stepped-chain", "outsider-base-1")
+
+#: Rules whose mutants may be caught at SHOULD level, with the reason.
+SHOULD_ONLY = {
+    "WOC-FAIL-WARN": "a SHOULD rule with no MUST side: a wrong warning count never makes a "
+    "chain non-conforming, so its mutants are caught as warnings"
+}
 
 pytestmark = pytest.mark.filterwarnings(
     # woc-fail-escapes lets observer exceptions reach the reference tools, which warn.
-    "ignore::seamspec.reference.ObserverFailureWarning"
+    "ignore::seamspec.reference.ObserverFailureWarning",
+    "ignore::seamspec.conformance._contracts.write_observer_chain.outsiders.base.ObserverFailureWarning",
 )
-
 
 #: Mutant scenarios run side by side: most of a run is spent waiting (time limits, child
 #: programs), and a mutant's verdict does not hinge on timing.
@@ -54,12 +72,13 @@ PARALLEL_RUNS = 6
 
 @cache
 def _all_results() -> dict[str, list[ScenarioResult]]:
-    """Every control's and mutant's results, computed once per session.
+    """Every control's and mutant's results (strict profile), computed once per session.
 
     The controls run every WOC scenario, one at a time as ``seamspec run`` does: they must
-    pass all of them, and a few scenarios use short per-hook time limits that a starved
-    thread could overrun. A mutant runs only the scenarios that cite the rule it breaks
-    (only those can count as catching it), in parallel, so the file stays quick.
+    pass all of them, and several scenarios bound durations that a starved thread could
+    overrun. A mutant runs only the scenarios that cite the rule it breaks (only those can
+    count as catching it), in parallel, so the file stays quick. Every run judges by the
+    strict profile, so each finding keeps the profile it counts under.
     """
     scenarios = [s for s in load_scenarios() if s.contract == CONTRACT]
     results = {name: _run(name, scenarios) for name in CONTROLS}
@@ -76,7 +95,7 @@ def _all_results() -> dict[str, list[ScenarioResult]]:
 def _run(adapter_name: str, scenarios: list[Scenario]) -> list[ScenarioResult]:
     adapter = _adapter(adapter_name)
     try:
-        return Runner(adapter, timeout=30.0).run(scenarios).results
+        return Runner(adapter, timeout=30.0, profile="strict").run(scenarios).results
     finally:
         adapter.close()
 
@@ -90,7 +109,28 @@ def _adapter(adapter_name: str) -> Adapter:
             version=__version__,
             drivers=[WriteObserverChainDriver(MutantImplementation(chain=SteppedChain))],
         )
+    if adapter_name == "outsider-base-1":
+        return outsider_base.build()
     return mutant_adapter(adapter_name)
+
+
+def _counts(finding: Finding, level: str, profile: str) -> bool:
+    return finding.level == level and (profile == "strict" or finding.profile == "upstream")
+
+
+def _kills(name: str) -> list[ScenarioResult]:
+    """The results that catch mutant ``name`` as this file demands (see the module doc)."""
+    mutant = MUTANTS[name]
+    rule = catalogue()[mutant.rule]
+    level = "SHOULD" if mutant.rule in SHOULD_ONLY else "MUST"
+    citing = _all_results()[name]
+    return [
+        r
+        for r in citing
+        if r.status == "fail"
+        and any(_counts(f, level, rule.profile) for f in r.findings)
+        and any(f.source == "oracle" and f.rule == mutant.rule for f in r.findings)
+    ]
 
 
 @pytest.mark.parametrize("control", CONTROLS)
@@ -103,7 +143,19 @@ def test_controls_pass_every_scenario(control: str) -> None:
 
 @pytest.mark.parametrize("name", list(MUTANTS))
 def test_suite_catches_mutant(name: str) -> None:
-    assert_caught(name, MUTANTS[name], _all_results()[name])
+    mutant = MUTANTS[name]
+    citing = _all_results()[name]
+    assert citing, f"no scenario cites {mutant.rule}, so nothing can catch {name}"
+    kills = _kills(name)
+    level = "SHOULD" if mutant.rule in SHOULD_ONLY else "MUST"
+    assert kills, (
+        f"{name} ({mutant.statement}) broke {mutant.rule}, yet no scenario citing "
+        f"{mutant.rule} failed it at {level} level under the "
+        f"{catalogue()[mutant.rule].profile} profile with the oracle naming "
+        f"{mutant.rule}. Citing scenarios:\n"
+        + "\n".join(map(describe, citing))
+        + f"\nTo see what else catches it: seamspec run --impl mutant:{name} --profile strict"
+    )
 
 
 def test_every_woc_rule_has_a_mutant() -> None:
@@ -113,10 +165,28 @@ def test_every_woc_rule_has_a_mutant() -> None:
     assert rules <= mutated, f"rules with no mutant: {sorted(rules - mutated)}"
 
 
+def test_should_only_rules_are_should_rules() -> None:
+    for rule_id in SHOULD_ONLY:
+        assert catalogue()[rule_id].level == "SHOULD", rule_id
+
+
+def test_outsider_batch_is_registered_whole() -> None:
+    """Every variant of the batch is a mutant, under its own name, rule and statement."""
+    for name, variant in batch1.MUTANTS.items():
+        assert name.startswith("out-woc-")
+        mutant = MUTANTS[name]
+        assert (mutant.rule, mutant.statement) == (variant.rule, variant.statement)
+        assert mutant.origin == "outsider batch 1"
+    assert len(batch1.MUTANTS) == 15
+    assert set(batch1.RELABELLED) <= set(batch1.MUTANTS)
+
+
 def test_mutants_load_as_adapters() -> None:
     adapter = load_adapter("mutant:woc-after-reversed")
     info = adapter.info()
     assert info.name == "seamspec-mutant-woc-after-reversed"
     assert info.details["breaks"] == "WOC-ORDER-AFTER"
+    outsider = load_adapter("mutant:out-woc-deny-glob-anchored-right").info()
+    assert outsider.details["origin"] == "outsider batch 1"
     with pytest.raises(AdapterLoadError, match="woc-after-reversed"):
         load_adapter("mutant:no-such-mutant")

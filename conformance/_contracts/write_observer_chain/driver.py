@@ -9,7 +9,10 @@ records the trace. The trace vocabulary is documented in ``docs/contracts``.
 from __future__ import annotations
 
 import contextvars
+import os
+import stat
 import tempfile
+import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -20,7 +23,7 @@ from anyio.abc import TaskStatus
 from seamspec.conformance._contracts.write_observer_chain.model import (
     TOOL_VERBS,
     behaviour_for,
-    observer_entries,
+    is_limited,
     step_verb,
 )
 from seamspec.conformance._core.adapter import Trace
@@ -39,6 +42,10 @@ __all__ = [
 _CURRENT_CALL: contextvars.ContextVar[str] = contextvars.ContextVar(
     "seamspec_woc_call", default="?"
 )
+
+#: The folder next to the sandbox that ``given.outside`` fills: links may point into it,
+#: and the oracle checks nothing in it ever changes (WOC-SEAM-DENIED).
+OUTSIDE = "outside"
 
 #: A scenario step that waits must give up at some point; this is far above any real need.
 WAIT_LIMIT = 10.0
@@ -172,6 +179,11 @@ class TracedObserver(_ObserverBase):
         return result
 
 
+def _since(began: float) -> float:
+    """Seconds on the monotonic clock since ``began``, as the caller experienced them."""
+    return round(time.monotonic() - began, 4)
+
+
 def _relative(root: Path, path: Path) -> str:
     try:
         return Path(path).relative_to(root).as_posix()
@@ -196,13 +208,23 @@ def read_text(root: Path, path: Path | str) -> str | None:
 
 
 def _snapshot(root: Path) -> dict[str, str]:
+    """Every regular file under ``root``, path to text. Symbolic links are neither
+    followed nor listed: each file appears once, under its real path."""
     files = {}
-    for path in sorted(root.rglob("*")):
-        if path.is_file():
-            files[path.relative_to(root).as_posix()] = path.read_bytes().decode(
-                "utf-8", errors="replace"
-            )
-    return files
+    for folder, _dirs, names in os.walk(root, followlinks=False):
+        for name in names:
+            path = Path(folder, name)
+            if stat.S_ISREG(path.lstat().st_mode):
+                files[path.relative_to(root).as_posix()] = path.read_bytes().decode(
+                    "utf-8", errors="replace"
+                )
+    return dict(sorted(files.items()))
+
+
+def _make_link(link: Path, target: Path) -> None:
+    """A relative symbolic link, as a user's repository would hold it."""
+    link.parent.mkdir(parents=True, exist_ok=True)
+    link.symlink_to(os.path.relpath(target, link.parent))
 
 
 class WriteObserverChainDriver:
@@ -221,6 +243,7 @@ class WriteObserverChainDriver:
         with tempfile.TemporaryDirectory(prefix="seamspec-woc-") as tmp:
             root = Path(tmp, "sandbox")
             root.mkdir()
+            Path(tmp, OUTSIDE).mkdir()
             return await _Run(self.implementation, request, root).perform()
 
 
@@ -232,6 +255,7 @@ class _Run:
         self.given: dict[str, Any] = dict(request["given"])
         self.when: list[dict[str, Any]] = list(request["when"])
         self.root = root.resolve()
+        self.outside = self.root.parent / OUTSIDE
         self.tracer = Tracer()
         self.gates: dict[str, anyio.Event] = {}
         self.named: dict[str, Any] = {}
@@ -307,6 +331,13 @@ class _Run:
             target = self._inside(rel)
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(text, encoding="utf-8")
+        for rel, text in self.given.get("outside", {}).items():
+            target = self.outside / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(text, encoding="utf-8")
+        for rel, where in self.given.get("symlinks", {}).items():
+            base = self.outside if "outside" in where else self.root
+            _make_link(self.root / rel, base / where.get("outside", where.get("to", "")))
         chain = self.impl.make_chain(
             self._build(self.given["observers"]),
             hook_time_limit=self.given.get("hook_time_limit"),
@@ -331,7 +362,7 @@ class _Run:
                         raise ImplementationError(
                             f"background call {ident!r} never ended"
                         ) from None
-        self.tracer.emit("files", files=_snapshot(self.root))
+        self.tracer.emit("files", files=_snapshot(self.root), outside=_snapshot(self.outside))
         return self.tracer.events
 
     async def _call(
@@ -345,6 +376,7 @@ class _Run:
         _CURRENT_CALL.set(ident)
         done = self.done.setdefault(ident, anyio.Event())
         self.tracer.emit("call_start", call=ident, hook=hook, path=path)
+        began = time.monotonic()
         try:
             with anyio.CancelScope(deadline=anyio.current_time() + CALL_LIMIT) as scope:
                 self.scopes[ident] = scope
@@ -354,12 +386,22 @@ class _Run:
                 except anyio.get_cancelled_exc_class():
                     if anyio.current_time() >= scope.deadline and ident not in self.cancelled:
                         self.tracer.emit("kit_timeout", call=ident, seconds=CALL_LIMIT)
-                    self.tracer.emit("call_end", call=ident, outcome="cancelled")
+                    self.tracer.emit(
+                        "call_end", call=ident, outcome="cancelled", elapsed=_since(began)
+                    )
                     raise
                 except Exception as error:
-                    self.tracer.emit("call_end", call=ident, outcome="raised", error=repr(error))
+                    self.tracer.emit(
+                        "call_end",
+                        call=ident,
+                        outcome="raised",
+                        error=repr(error),
+                        elapsed=_since(began),
+                    )
                     return
-                self.tracer.emit("call_end", call=ident, outcome="returned", value=value)
+                self.tracer.emit(
+                    "call_end", call=ident, outcome="returned", value=value, elapsed=_since(began)
+                )
         finally:
             done.set()
 
@@ -429,9 +471,8 @@ class _Run:
         )
         # With a per-hook time limit, a tool that outlives CALL_LIMIT means the chain ignored
         # that limit: a WOC-SLOW finding (kit_timeout), like a direct call, not a crash.
-        limited = "hook_time_limit" in self.given or any(
-            "hook_time_limit" in e for e in observer_entries(self.given["observers"])
-        )
+        limited = is_limited(self.given)
+        began = time.monotonic()
         try:
             with anyio.move_on_after(CALL_LIMIT if limited else WAIT_LIMIT) as waited:
                 result = await getattr(tools, verb)(path, *args)
@@ -446,6 +487,7 @@ class _Run:
                 message="",
                 text="",
                 content_after=read_text(self.root, path),
+                elapsed=_since(began),
             )
             return
         if waited.cancelled_caught:
@@ -465,4 +507,5 @@ class _Run:
             message=str(result.message),
             text=str(result.text),
             content_after=read_text(self.root, path),
+            elapsed=_since(began),
         )

@@ -4,6 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from seamspec.conformance._contracts.write_observer_chain.joins import (
+    blank_line_join,
+    carries_annotations,
+)
+from seamspec.conformance._contracts.write_observer_chain.model import step_bounds
+from seamspec.conformance._contracts.write_observer_chain.oracle import bound_rule
+
 __all__ = ["check"]
 
 
@@ -11,11 +18,28 @@ def _first(trace: list[dict[str, Any]], **fields: Any) -> dict[str, Any] | None:
     return next((e for e in trace if all(e.get(k) == v for k, v in fields.items())), None)
 
 
+def _bounds(request: dict[str, Any], trace: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    """``within`` bounds no rule explains (see :func:`.oracle.bound_rule`): the scenario's own."""
+    out: list[tuple[str, str]] = []
+    for call, bound in step_bounds(request["when"]).items():
+        if bound_rule(request, trace, call) is not None:
+            continue
+        end = _first(trace, type="call_end", call=call) or _first(
+            trace, type="tool_result", call=call
+        )
+        elapsed = end.get("elapsed") if end else None
+        if end is not None and not isinstance(elapsed, (int, float)):
+            out.append(("", f"{call}: the trace reports no `elapsed` time to check `within`"))
+        elif isinstance(elapsed, (int, float)) and elapsed > bound:
+            out.append(("", f"{call}: returned after {elapsed:.2f} s, not within {bound:g} s"))
+    return out
+
+
 def check(
-    _request: dict[str, Any], then: dict[str, Any], trace: list[dict[str, Any]]
+    request: dict[str, Any], then: dict[str, Any], trace: list[dict[str, Any]]
 ) -> list[tuple[str, str]]:
     """Each way the trace differs from ``then``, as ("", explanation)."""
-    out: list[tuple[str, str]] = []
+    out: list[tuple[str, str]] = _bounds(request, trace)
     if "calls" in then:
         got = [
             f"{e.get('observer')}.{e.get('hook')}" for e in trace if e.get("type") == "hook_enter"
@@ -31,6 +55,16 @@ def check(
                 (
                     "",
                     f"{call}: expected cancellation to propagate, observed {end.get('outcome')} {end.get('value', end.get('error'))!r}",
+                )
+            )
+        elif "joins" in want and (
+            end.get("outcome") != "returned" or not blank_line_join(want["joins"], end.get("value"))
+        ):
+            out.append(
+                (
+                    "",
+                    f"{call}: expected the annotations {want['joins']!r} in this order, "
+                    f"separated by blank lines; observed {end.get('outcome')} {end.get('value', end.get('error'))!r}",
                 )
             )
         elif "returns" in want and (
@@ -67,6 +101,16 @@ def check(
                 out.append(
                     ("", f"{call}: expected result text {expected_text!r}, observed {text!r}")
                 )
+        if "annotations" in want and not carries_annotations(
+            result.get("text"), str(result.get("message", "")), want["annotations"]
+        ):
+            out.append(
+                (
+                    "",
+                    f"{call}: expected the tool's message and then the annotations "
+                    f"{want['annotations']!r}; observed result text {result.get('text')!r}",
+                )
+            )
         if "message_contains" in want and want["message_contains"] not in result.get("message", ""):
             out.append(
                 (

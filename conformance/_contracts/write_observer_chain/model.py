@@ -6,18 +6,19 @@ and its judge cannot drift apart: they read the same scripted behaviours.
 
 from __future__ import annotations
 
-import fnmatch
-import posixpath
 from collections.abc import Iterator
 from typing import Any
+
+from seamspec.conformance._contracts.write_observer_chain.sandbox import parents
 
 __all__ = [
     "TOOL_VERBS",
     "behaviour_for",
     "flatten",
-    "is_refused",
+    "is_limited",
     "lint",
     "observer_entries",
+    "step_bounds",
     "step_verb",
 ]
 
@@ -56,18 +57,50 @@ def behaviour_for(entry: dict[str, Any], hook: str, call_index: int) -> dict[str
     return dict(script)
 
 
-def is_refused(path: str, deny: list[str]) -> bool:
-    """The sandbox check every conforming write path must make for these scenarios.
+def is_limited(given: dict[str, Any]) -> bool:
+    """Whether any chain of this scenario has a per-hook time limit (WOC-SLOW applies)."""
+    return "hook_time_limit" in given or any(
+        "hook_time_limit" in e for e in observer_entries(given["observers"])
+    )
 
-    A path is refused when it is absolute, escapes the root with ``..``, or matches a
-    ``deny`` glob. (Symlink escapes are a real implementation's concern, not a scenario's.)
-    """
-    if path.startswith("/") or posixpath.isabs(path):
-        return True
-    normal = posixpath.normpath(path)
-    if normal == ".." or normal.startswith("../"):
-        return True
-    return any(fnmatch.fnmatchcase(normal, pattern) for pattern in deny)
+
+def step_bounds(when: list[dict[str, Any]]) -> dict[str, float]:
+    """Each step id that carries a ``within`` bound, with the bound in seconds."""
+    bounds: dict[str, float] = {}
+    for step in when:
+        body = step[step_verb(step)]
+        if isinstance(body, dict) and "within" in body:
+            bounds[str(body["id"])] = float(body["within"])
+    return bounds
+
+
+def _lint_links(given: dict[str, Any]) -> list[tuple[tuple[str | int, ...], str]]:
+    """Links are made after ``files``, each in a real folder; none may hide a file."""
+    problems: list[tuple[tuple[str | int, ...], str]] = []
+    links = given.get("symlinks", {})
+    files = set(given.get("files", {}))
+    for link, target in links.items():
+        at: tuple[str | int, ...] = ("given", "symlinks", link)
+        above = [p for p in parents(link)[1:] if p in links]
+        if above:
+            problems.append((at, f"link {link!r} lies under another link ({above[0]!r})"))
+        hidden = sorted(f for f in files if f == link or f.startswith(link + "/"))
+        if hidden:
+            problems.append((at, f"link {link!r} would replace the given file {hidden[0]!r}"))
+        if (
+            "outside" in target
+            and target["outside"] not in given.get("outside", {})
+            and not any(
+                name.startswith(target["outside"] + "/") for name in given.get("outside", {})
+            )
+        ):
+            problems.append(
+                (
+                    at,
+                    f"link {link!r} points to {target['outside']!r}, which `outside` does not create",
+                )
+            )
+    return problems
 
 
 def lint(data: dict[str, Any]) -> list[tuple[tuple[str | int, ...], str]]:
@@ -94,6 +127,7 @@ def lint(data: dict[str, Any]) -> list[tuple[tuple[str | int, ...], str]]:
     calls: set[str] = set()
     tools: set[str] = set()
     started: set[str] = set()
+    cancelled = {step["cancel"] for step in when if step_verb(step) == "cancel"}
     for index, step in enumerate(when):
         verb = step_verb(step)
         body = step[verb]
@@ -124,7 +158,15 @@ def lint(data: dict[str, Any]) -> list[tuple[tuple[str | int, ...], str]]:
             problems.append(
                 (("then", "results", key), f"{key!r} is not the id of a call or start step")
             )
-    for key in then.get("tools", {}):
+    for key, want in then.get("tools", {}).items():
+        if "annotation" in want and "annotations" in want:
+            problems.append(
+                (
+                    ("then", "tools", key),
+                    "say `annotation` (the exact text, a seamspec decision) or `annotations` "
+                    "(upstream's reading), not both",
+                )
+            )
         if key not in tools:
             problems.append(
                 (("then", "tools", key), f"{key!r} is not the id of a write, edit or delete step")
@@ -132,7 +174,23 @@ def lint(data: dict[str, Any]) -> list[tuple[tuple[str | int, ...], str]]:
     for key in then.get("warnings", {}):
         if key not in names:
             problems.append((("then", "warnings", key), f"unknown observer {key!r}"))
-    uses_tools = bool(tools) or "files" in given or "deny" in given or "files" in then
+    for index, step in enumerate(when):
+        verb = step_verb(step)
+        if (
+            verb in ("call", "start")
+            and "within" in step[verb]
+            and not (is_limited(given) or (verb == "start" and step[verb]["id"] in cancelled))
+        ):
+            problems.append(
+                (
+                    ("when", index, verb, "within"),
+                    "`within` bounds a chain call only under a hook_time_limit or a cancel "
+                    "of this call; nothing else promises a duration",
+                )
+            )
+    problems.extend(_lint_links(given))
+    uses_tools = bool(tools) or any(k in given for k in ("files", "deny", "symlinks", "outside"))
+    uses_tools = uses_tools or "files" in then
     if uses_tools and "write-tools" not in data.get("requires", []):
         problems.append(
             (("requires",), "this scenario uses the write tools: add `requires: [write-tools]`")

@@ -56,7 +56,7 @@ function behaviourFor(entry, hook, index) {
 
 /** The file's text, or null when absent; never reads outside the sandbox. */
 export function readText(root, file) {
-  const target = path.isAbsolute(file) ? file : path.join(root, file);
+  const target = path.isAbsolute(file) ? file : `${root}/${file}`;
   let resolved;
   try {
     resolved = resolveLoose(target);
@@ -71,6 +71,7 @@ export function readText(root, file) {
   }
 }
 
+/** Every regular file under `root`, path to text; symbolic links are neither followed nor listed. */
 function snapshot(root) {
   const files = {};
   const walk = (dir) => {
@@ -85,6 +86,11 @@ function snapshot(root) {
   };
   walk(root);
   return files;
+}
+
+/** Seconds since `began` (a performance.now() reading: a monotonic clock), as the caller saw them. */
+function seconds(began) {
+  return Math.round(performance.now() - began) / 1000;
 }
 
 /** Resolves to [true, value] if `promise` settles within `seconds`, else [false]. */
@@ -157,6 +163,7 @@ class Run {
     this.given = request.given;
     this.when = request.when;
     this.root = root;
+    this.outside = path.join(path.dirname(root), "outside");
     this.events = [];
     this.gates = new Map();
     this.controllers = new Map();
@@ -205,7 +212,7 @@ class Run {
   }
 
   inside(rel) {
-    const target = resolveLoose(path.resolve(this.root, rel));
+    const target = resolveLoose(`${this.root}/${rel}`);
     if (!target.startsWith(this.root + path.sep)) {
       throw new DriverError(`scenario path ${JSON.stringify(rel)} leaves the sandbox`);
     }
@@ -229,6 +236,18 @@ class Run {
       fs.mkdirSync(path.dirname(target), { recursive: true });
       fs.writeFileSync(target, text, "utf8");
     }
+    // The folder next to the sandbox: links may lead there; nothing in it may ever change.
+    for (const [rel, text] of Object.entries(this.given.outside ?? {})) {
+      const target = path.join(this.outside, rel);
+      fs.mkdirSync(path.dirname(target), { recursive: true });
+      fs.writeFileSync(target, text, "utf8");
+    }
+    for (const [rel, where] of Object.entries(this.given.symlinks ?? {})) {
+      const link = path.join(this.root, rel);
+      const target = "outside" in where ? path.join(this.outside, where.outside) : path.join(this.root, where.to);
+      fs.mkdirSync(path.dirname(link), { recursive: true });
+      fs.symlinkSync(path.relative(path.dirname(link), target), link);
+    }
     const chain = new WriteObserverChain(this.build(this.given.observers), {
       hookTimeLimit: this.given.hook_time_limit ?? null,
       onFailure: this.onFailure,
@@ -239,7 +258,7 @@ class Run {
       const [finished] = await within(done, WAIT_LIMIT);
       if (!finished) throw new DriverError(`background call '${ident}' never ended`, this.tail());
     }
-    this.emit("files", { files: snapshot(this.root) });
+    this.emit("files", { files: snapshot(this.root), outside: snapshot(this.outside) });
     return this.events;
   }
 
@@ -249,16 +268,18 @@ class Run {
     let finish;
     this.done.set(ident, new Promise((resolve) => (finish = resolve)));
     this.emit("call_start", { call: ident, hook, path: rel });
+    const began = performance.now();
+    const elapsed = () => seconds(began);
     const timer = setTimeout(() => controller.abort(new Cancelled("kit time limit")), CALL_LIMIT * 1000);
     try {
       const value = await currentCall.run(ident, () => chain[HOOK[hook]](this.inside(rel), { signal: controller.signal }));
-      this.emit("call_end", { call: ident, outcome: "returned", value: value ?? null });
+      this.emit("call_end", { call: ident, outcome: "returned", value: value ?? null, elapsed: elapsed() });
     } catch (error) {
       if (controller.signal.aborted) {
         if (!this.cancelled.has(ident)) this.emit("kit_timeout", { call: ident, seconds: CALL_LIMIT });
-        this.emit("call_end", { call: ident, outcome: "cancelled" });
+        this.emit("call_end", { call: ident, outcome: "cancelled", elapsed: elapsed() });
       } else {
-        this.emit("call_end", { call: ident, outcome: "raised", error: describe(error) });
+        this.emit("call_end", { call: ident, outcome: "raised", error: describe(error), elapsed: elapsed() });
       }
     } finally {
       clearTimeout(timer);
@@ -308,12 +329,14 @@ class Run {
     const limited =
       "hook_time_limit" in this.given || [...observerEntries(this.given.observers)].some((e) => "hook_time_limit" in e);
     const controller = new AbortController();
+    const began = performance.now();
     const pending = currentCall.run(ident, () => tools[verb](rel, ...args, { signal: controller.signal }));
     const settled = pending.then(
       (result) => ({ result }),
       (error) => ({ error }),
     );
     const [finished, outcome] = await within(settled, limited ? CALL_LIMIT : WAIT_LIMIT);
+    const elapsed = seconds(began);
     if (!finished) {
       controller.abort(new Cancelled("kit time limit"));
       if (limited) {
@@ -326,14 +349,14 @@ class Run {
     if (outcome.error !== undefined) {
       this.emit("tool_result", {
         call: ident, tool: verb, path: rel, ok: false, raised: describe(outcome.error),
-        message: "", text: "", content_after: after(),
+        message: "", text: "", content_after: after(), elapsed,
       });
       return;
     }
     const { result } = outcome;
     this.emit("tool_result", {
       call: ident, tool: verb, path: rel, ok: Boolean(result.ok), message: String(result.message),
-      text: String(result.text), content_after: after(),
+      text: String(result.text), content_after: after(), elapsed,
     });
   }
 }
@@ -344,6 +367,7 @@ export async function perform(request) {
   try {
     const root = path.join(fs.realpathSync(tmp), "sandbox");
     fs.mkdirSync(root);
+    fs.mkdirSync(path.join(path.dirname(root), "outside"));
     return await new Run(request, root).perform();
   } finally {
     fs.rmSync(tmp, { recursive: true, force: true });

@@ -1,0 +1,151 @@
+"""Two readings of "join the annotations": upstream's (a blank line) and seamspec's (exactly).
+
+Upstream says the chain joins the non-empty annotations, in order, "with a blank line"
+(WOC-JOIN). seamspec adds that the blank line is exactly ``"\\n\\n"`` and that nothing is
+trimmed (WOC-JOIN-EXACT). A result can satisfy the first and not the second, and the kit
+must tell them apart: under the default profile only the first counts. This module holds
+both readings, for the oracle (which names the rule a wrong result breaks) and for the
+``joins`` and ``annotations`` expectations of ``then`` (which judge by upstream's reading).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+__all__ = [
+    "SEP",
+    "blank_line_join",
+    "carries_annotations",
+    "classify",
+    "exact_join",
+    "extra_text",
+]
+
+#: The separator seamspec pins (WOC-JOIN-EXACT) for joins and for appending (WOC-SEAM-APPEND).
+SEP = "\n\n"
+
+
+def exact_join(parts: Sequence[str | None]) -> str | None:
+    """seamspec's join: the non-empty strings, verbatim, separated by ``"\\n\\n"``; else None."""
+    kept = [p for p in parts if isinstance(p, str) and p]
+    return SEP.join(kept) if kept else None
+
+
+def _cores(parts: Sequence[str]) -> list[str]:
+    """What a reader sees of each annotation: its text without surrounding whitespace.
+
+    Whitespace-only annotations have nothing to see; keeping them is WOC-WHITESPACE-KEPT,
+    a seamspec decision, so upstream's reading lets them vanish.
+    """
+    return [p.strip() for p in parts if p and p.strip()]
+
+
+def _placed(got: str, cores: list[str], at: int, *, first: bool) -> bool:
+    """Whether ``cores`` occur in ``got`` from ``at`` on, separated by blank lines only.
+
+    Before the first core and after the last one any whitespace is fine; between two cores
+    the whitespace must hold a blank line. A core may occur more than once, so each
+    occurrence is tried until the gap before it stops being whitespace.
+    """
+    if not cores:
+        return got[at:].strip() == ""
+    start = got.find(cores[0], at)
+    while start != -1:
+        gap = got[at:start]
+        if gap.strip():
+            return False
+        if (first or gap.count("\n") >= 2) and _placed(
+            got, cores[1:], start + len(cores[0]), first=False
+        ):
+            return True
+        start = got.find(cores[0], start + 1)
+    return False
+
+
+def blank_line_join(parts: Sequence[str], got: object) -> bool:
+    """Upstream's reading (WOC-JOIN): every visible annotation, in order, blank-line separated.
+
+    Accepted: the annotations' visible text in observer order, each separated from the next
+    by whitespace that holds a blank line (two or more newlines), with any whitespace
+    before the first and after the last. No annotation with visible text: ``None`` or a
+    whitespace-only string.
+    """
+    cores = _cores(parts)
+    if not cores:
+        return got is None or (isinstance(got, str) and got.strip() == "")
+    return isinstance(got, str) and _placed(got, cores, 0, first=True)
+
+
+def carries_annotations(text: object, message: str, parts: Sequence[str]) -> bool:
+    """Upstream's reading of a tool result (WOC-SEAM-POST): the annotation is in the text.
+
+    The text must hold the tool's message and, besides it, the annotations as
+    :func:`blank_line_join` reads them, with whitespace between the two; no annotation
+    means nothing but whitespace besides the message. Where the annotation goes and with
+    which separator is WOC-SEAM-APPEND.
+    """
+    if not isinstance(text, str):
+        return False
+    if not message:
+        return blank_line_join(parts, text)
+    if text.startswith(message):
+        rest, gap = text[len(message) :], text[len(message) : len(message) + 1]
+    elif text.endswith(message):
+        rest, gap = text[: len(text) - len(message)], text[len(text) - len(message) - 1 :][:1]
+    else:
+        return False
+    if rest.strip() and not gap.isspace():
+        return False
+    return blank_line_join(parts, rest)
+
+
+def extra_text(parts: Sequence[str], got: object) -> bool:
+    """Whether ``got`` holds every visible annotation in order *and* some text beyond them."""
+    if not isinstance(got, str):
+        return False
+    cores, at, spans = _cores(parts), 0, []
+    for core in cores:
+        start = got.find(core, at)
+        if start == -1:
+            return False
+        spans.append((start, start + len(core)))
+        at = start + len(core)
+    rest, last = [], 0
+    for start, end in spans:
+        rest.append(got[last:start])
+        last = end
+    rest.append(got[last:])
+    return "".join(rest).strip() != ""
+
+
+def classify(parts: Sequence[str], got: object, *, failed: bool = False) -> list[str]:
+    """The rule(s) a wrong ``after_write`` result breaks, from the annotations that went in.
+
+    ``parts`` are the string annotations the observers returned, in order (empty ones
+    included); ``failed`` says some observer of this call raised or was cut off. Call only
+    when ``got`` differs from :func:`exact_join`.
+    """
+    non_empty = [p for p in parts if p]
+    if not non_empty:
+        return ["WOC-NONE"] if got is None or got == "" else ["WOC-NONE", "WOC-EMPTY-DROPPED"]
+    rules: list[str] = []
+    if isinstance(got, str):
+        if any(p == "" for p in parts) and got == SEP.join(parts):
+            rules.append("WOC-EMPTY-DROPPED")
+        if any(not p.strip() for p in non_empty) and (
+            got == SEP.join(p for p in non_empty if p.strip())
+            or got == SEP.join(p.strip() for p in non_empty)
+        ):
+            rules.append("WOC-WHITESPACE-KEPT")
+    elif got is None and not _cores(non_empty):
+        rules.append("WOC-WHITESPACE-KEPT")
+    if failed and not rules and extra_text(parts, got):
+        return ["WOC-FAIL-CONTAINED"]
+    upstream_ok = blank_line_join(parts, got)
+    if len(non_empty) == 1 and got is not None:
+        rules.append("WOC-SINGLE")
+    if not rules:
+        rules.append("WOC-JOIN-EXACT" if upstream_ok else "WOC-JOIN")
+    elif rules == ["WOC-SINGLE"] and not upstream_ok:
+        rules.append("WOC-JOIN")
+    return rules

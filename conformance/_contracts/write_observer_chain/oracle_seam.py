@@ -1,0 +1,215 @@
+"""The oracle's checks of the write tools (the WOC-SEAM-* rules), on any trace.
+
+Judged from what the kit sees: the tool's result, the file before and after the tool
+(``content_before``, ``content_after``), the hooks it entered, and the files at the end,
+inside the sandbox and in the folder next to it. The scenario's ``given`` says which paths
+the sandbox refuses (:mod:`.sandbox`) and what every scripted observer returns, so the
+oracle knows what a conforming tool must have written and reported.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from seamspec.conformance._contracts.write_observer_chain.joins import (
+    SEP,
+    carries_annotations,
+    classify,
+    exact_join,
+    extra_text,
+)
+from seamspec.conformance._contracts.write_observer_chain.model import TOOL_VERBS, step_verb
+from seamspec.conformance._contracts.write_observer_chain.oracle_trace import OracleBase
+from seamspec.conformance._contracts.write_observer_chain.sandbox import is_refused, resolve
+
+__all__ = ["SeamChecks", "post_image"]
+
+
+def post_image(verb: str, body: dict[str, Any], before: str | None) -> str | None:
+    """What the file holds right after a successful ``verb``, before any observer runs."""
+    if verb == "write":
+        return str(body["content"])
+    if verb == "delete":
+        return None
+    return (before or "").replace(body["old"], body["new"], 1)
+
+
+class SeamChecks(OracleBase):
+    """WOC-SEAM-DENIED, -PRE, -POST, -APPEND, -FAILED-WRITE and -NO-ERROR."""
+
+    def check_hook_run(
+        self, call: str, hook: str, *, interrupted_at: int | None
+    ) -> list[tuple[int, dict[str, Any]]]:
+        raise NotImplementedError  # the chain half of the oracle provides it
+
+    @property
+    def rewrites(self) -> bool:
+        """Whether an observer may rewrite the file after the tool (a builtin formatter)."""
+        return any(leaf.get("builtin") == "formatter" for leaf in self.leaves)
+
+    def check_tool(self, verb: str, body: dict[str, Any]) -> None:
+        call, path = body["id"], body["path"]
+        result = self.t.tool_results.get(call)
+        start = self.t.tool_starts.get(call, {})
+        if result is None:
+            if call in self.t.kit_timeouts:
+                for rule in ("WOC-SLOW-BOUNDED", "WOC-SLOW"):
+                    self.flag(
+                        rule,
+                        f"{call}: the {verb} tool had not returned when the kit gave up waiting: "
+                        "the per-hook time limit did not bound its hooks",
+                    )
+            return
+        entered = self.t.enters.get(call, [])
+        before, after = start.get("content_before"), result.get("content_after")
+        if is_refused(path, self.given):
+            self._check_refused(call, verb, path, result, entered, changed=after != before)
+            return
+        afters = [e for _, e in entered if e.get("hook") == "after_write"]
+        if result.get("raised"):
+            self.flag("WOC-SEAM-NO-ERROR", f"{call}: the {verb} tool raised {result['raised']}")
+        if not result.get("ok"):
+            if afters:
+                rule = "WOC-SEAM-NO-ERROR" if after != before else "WOC-SEAM-FAILED-WRITE"
+                self.flag(
+                    rule,
+                    f"{call}: {verb} reported failure ({result.get('message')!r}) yet after_write was called",
+                )
+            elif after != before:
+                self.flag(
+                    "WOC-SEAM-NO-ERROR",
+                    f"{call}: the file changed but the {verb} tool reported an error: {result.get('message')!r}",
+                )
+            return
+        self.check_hook_run(call, "before_write", interrupted_at=None)
+        after_entered = self.check_hook_run(call, "after_write", interrupted_at=None)
+        for _, e in entered:
+            if e.get("hook") == "before_write" and e.get("sees") != before:
+                self.flag(
+                    "WOC-SEAM-PRE",
+                    f"{call}: {e['observer']}.before_write saw {e.get('sees')!r}; the pre-image was {before!r}",
+                )
+        post = post_image(verb, body, before)
+        if afters and afters[0].get("sees") != post:
+            self.flag(
+                "WOC-SEAM-POST",
+                f"{call}: {afters[0]['observer']}.after_write saw {afters[0].get('sees')!r}; the mutation wrote {post!r}",
+            )
+        self._check_took_effect(call, verb, before, after, post)
+        self._check_text(call, result, after_entered)
+
+    def _check_refused(
+        self,
+        call: str,
+        verb: str,
+        path: str,
+        result: dict[str, Any],
+        entered: list[tuple[int, dict[str, Any]]],
+        *,
+        changed: bool,
+    ) -> None:
+        if entered:
+            hooks = [f"{e['observer']}.{e['hook']}" for _, e in entered]
+            self.flag("WOC-SEAM-DENIED", f"{call}: {verb} of refused path {path!r} called {hooks}")
+        if result.get("ok"):
+            self.flag(
+                "WOC-SEAM-DENIED", f"{call}: {verb} of refused path {path!r} reported success"
+            )
+        if changed:
+            self.flag("WOC-SEAM-DENIED", f"{call}: {verb} of refused path {path!r} changed it")
+
+    def _check_took_effect(
+        self, call: str, verb: str, before: str | None, after: str | None, post: str | None
+    ) -> None:
+        """A reported success must be a mutation that happened (WOC-SEAM-FAILED-WRITE)."""
+        if verb != "write" and before is None:
+            self.flag(
+                "WOC-SEAM-FAILED-WRITE",
+                f"{call}: {verb} of a file that did not exist reported success; "
+                "the mutation cannot have happened, so the tool must report the error",
+            )
+        elif not self.rewrites and after != post:
+            self.flag(
+                "WOC-SEAM-FAILED-WRITE",
+                f"{call}: {verb} reported success, but right after it the file holds {after!r}, "
+                f"not the {post!r} it was to write",
+            )
+
+    def _check_text(
+        self, call: str, result: dict[str, Any], after_entered: list[tuple[int, dict[str, Any]]]
+    ) -> None:
+        """The annotation in the result text: the chain's rules, then POST, then APPEND."""
+        parts, failed = self.annotation_parts(call, after_entered)
+        expected = exact_join(parts)
+        message, text = str(result.get("message", "")), result.get("text")
+        want = message if expected is None else message + SEP + expected
+        if text == want:
+            return
+        if isinstance(text, str) and expected is not None and text.startswith(message + SEP):
+            # Appended the seamspec way: what is wrong is the chain's annotation itself.
+            got = text[len(message) + len(SEP) :]
+            for rule in classify(parts, got, failed=failed):
+                self.flag(
+                    rule,
+                    f"{call}: the annotation in the result text is {got!r}; "
+                    f"expected {expected!r} from annotations {parts!r}",
+                )
+            return
+        rest = text[len(message) :] if isinstance(text, str) and text.startswith(message) else text
+        if failed and extra_text(parts, rest):
+            rule = "WOC-FAIL-CONTAINED"
+        elif carries_annotations(text, message, parts):
+            rule = "WOC-SEAM-APPEND"
+        else:
+            rule = "WOC-SEAM-POST"
+        self.flag(rule, f"{call}: tool result text {text!r}; expected {want!r}")
+
+    def check_files(self) -> None:
+        """The files at the end agree with every write reported as successful."""
+        files = self.t.files
+        if files is None:
+            return
+        self._check_outside(files)
+        if self.rewrites or any(step_verb(s) == "restore" for s in self.when):
+            return
+        links = self.given.get("symlinks", {})
+        expected: dict[str, tuple[str, str, str | None]] = {}
+        for step in self.when:
+            verb = step_verb(step)
+            if verb not in TOOL_VERBS:
+                continue
+            body = step[verb]
+            result = self.t.tool_results.get(body["id"])
+            where = resolve(body["path"], links)
+            if result is None or where is None or is_refused(body["path"], self.given):
+                continue
+            before = self.t.tool_starts.get(body["id"], {}).get("content_before")
+            if result.get("ok") and (verb == "write" or before is not None):
+                expected[where] = (body["id"], verb, post_image(verb, body, before))
+            else:
+                expected.pop(where, None)  # failed: judged by the tool's own checks
+        final = files.get("files", {})
+        for where, (call, verb, content) in expected.items():
+            if final.get(where) != content:
+                self.flag(
+                    "WOC-SEAM-FAILED-WRITE",
+                    f"at the end {where} holds {final.get(where)!r}, but the last tool to change "
+                    f"it ({verb} {call}) reported success with {content!r}",
+                )
+
+    def _check_outside(self, files: dict[str, Any]) -> None:
+        """Nothing outside the sandbox ever changes, whatever links lead there."""
+        given = self.given.get("outside")
+        if given is None:
+            return
+        if not isinstance(files.get("outside"), dict):
+            self.flag(
+                "WOC-SEAM-DENIED",
+                "the trace's files event has no `outside`: the kit cannot see whether a write "
+                "left the sandbox (an adapter must report the folder next to the sandbox)",
+            )
+        elif files["outside"] != given:
+            self.flag(
+                "WOC-SEAM-DENIED",
+                f"files outside the sandbox changed: {given!r} became {files['outside']!r}",
+            )

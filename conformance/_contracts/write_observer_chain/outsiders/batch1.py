@@ -63,7 +63,7 @@ class JoinSingleNewlineAfterTrailingNewline(Chain):
         notes = [value for value in values if self._keep(value)]
         if not notes:
             return None
-        out = notes[0]
+        out: str = notes[0]
         for note in notes[1:]:
             out += ("\n" if out.endswith("\n") else SEPARATOR) + note
         return out

@@ -21,9 +21,12 @@ def test_coverage_gate_passes_for_the_shipped_suite(capsys: pytest.CaptureFixtur
 def test_kill_matrix_reports_a_survivor_when_scenarios_are_missing(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    """With only the scenarios that cite WOC-JOIN, the reversed-order mutant is not caught
-    for the right reason: the command must say so and exit non-zero."""
-    scenarios: list[Scenario] = [s for s in load_scenarios() if s.rules == ("WOC-JOIN",)]
+    """With only the scenarios that cite WOC-JOIN and not WOC-ORDER-AFTER, the
+    reversed-order mutant is not caught for the right reason: the command must say so and
+    exit non-zero."""
+    scenarios: list[Scenario] = [
+        s for s in load_scenarios() if "WOC-JOIN" in s.rules and "WOC-ORDER-AFTER" not in s.rules
+    ]
     outcome = kill_matrix(scenarios, contracts=["write-observer-chain"])
     by_name = {o.name: o for o in outcome}
     assert by_name["woc-after-reversed"].verdict in ("caught-elsewhere", "survived")

@@ -262,11 +262,13 @@ class _Run:
         self.scopes: dict[str, anyio.CancelScope] = {}
         self.done: dict[str, anyio.Event] = {}
         self.cancelled: set[str] = set()
+        #: nested chains are the implementation's objects: their scenario names, by id
+        self.chain_names: dict[int, str] = {}
 
     def _on_failure(self, observer: Any, message: str) -> None:
-        self.tracer.emit(
-            "warning", observer=getattr(observer, "name", repr(observer)), message=str(message)
-        )
+        """A warning about ``observer``, by its scenario name (nested chains included)."""
+        name = self.chain_names.get(id(observer)) or getattr(observer, "name", repr(observer))
+        self.tracer.emit("warning", observer=name, message=str(message))
 
     def _build(self, entries: list[dict[str, Any]]) -> list[Any]:
         from seamspec.reference import (
@@ -285,6 +287,7 @@ class _Run:
                     hook_time_limit=entry.get("hook_time_limit"),
                     on_failure=self._on_failure,
                 )
+                self.chain_names[id(chain)] = name
                 built.append(chain)
                 continue
             if "builtin" in entry:
@@ -389,7 +392,11 @@ class _Run:
                     self.tracer.emit(
                         "call_end", call=ident, outcome="cancelled", elapsed=_since(began)
                     )
-                    raise
+                    if scope.cancel_called:
+                        raise
+                    # Nobody cancelled this call: the chain raised a cancellation of its own.
+                    # That is a finding for the oracle, not a reason to tear the run down.
+                    return
                 except Exception as error:
                     self.tracer.emit(
                         "call_end",
@@ -476,6 +483,23 @@ class _Run:
         try:
             with anyio.move_on_after(CALL_LIMIT if limited else WAIT_LIMIT) as waited:
                 result = await getattr(tools, verb)(path, *args)
+        except anyio.get_cancelled_exc_class():
+            if waited.cancel_called:
+                raise
+            # Nobody cancelled the tool: it raised a cancellation of its own (a finding).
+            self.tracer.emit(
+                "tool_result",
+                call=ident,
+                tool=verb,
+                path=path,
+                ok=False,
+                raised="a cancellation nobody asked for",
+                message="",
+                text="",
+                content_after=read_text(self.root, path),
+                elapsed=_since(began),
+            )
+            return
         except Exception as error:
             self.tracer.emit(
                 "tool_result",

@@ -79,43 +79,32 @@ def blank_line_join(parts: Sequence[str], got: object) -> bool:
 def carries_annotations(text: object, message: str, parts: Sequence[str]) -> bool:
     """Upstream's reading of a tool result (WOC-SEAM-POST): the annotation is in the text.
 
-    The text must hold the tool's message and, besides it, the annotations as
-    :func:`blank_line_join` reads them, with whitespace between the two; no annotation
-    means nothing but whitespace besides the message. Where the annotation goes and with
-    which separator is WOC-SEAM-APPEND.
+    Besides the tool's message (at either end of the text, if it is there at all) the text
+    must hold the annotations as :func:`blank_line_join` reads them; no annotation means
+    nothing but whitespace besides the message. Where the annotation goes, with which
+    separator, and whether the message is kept, is WOC-SEAM-APPEND.
     """
     if not isinstance(text, str):
         return False
-    if not message:
-        return blank_line_join(parts, text)
-    if text.startswith(message):
-        rest, gap = text[len(message) :], text[len(message) : len(message) + 1]
-    elif text.endswith(message):
-        rest, gap = text[: len(text) - len(message)], text[len(text) - len(message) - 1 :][:1]
-    else:
-        return False
-    if rest.strip() and not gap.isspace():
-        return False
+    rest = text
+    if message and text.startswith(message):
+        rest = text[len(message) :]
+    elif message and text.endswith(message):
+        rest = text[: len(text) - len(message)]
     return blank_line_join(parts, rest)
 
 
-def extra_text(parts: Sequence[str], got: object) -> bool:
+def extra_text(parts: Sequence[str], got: str) -> bool:
     """Whether ``got`` holds every visible annotation in order *and* some text beyond them."""
-    if not isinstance(got, str):
-        return False
-    cores, at, spans = _cores(parts), 0, []
-    for core in cores:
+    at, leftover = 0, []
+    for core in _cores(parts):
         start = got.find(core, at)
         if start == -1:
             return False
-        spans.append((start, start + len(core)))
+        leftover.append(got[at:start])
         at = start + len(core)
-    rest, last = [], 0
-    for start, end in spans:
-        rest.append(got[last:start])
-        last = end
-    rest.append(got[last:])
-    return "".join(rest).strip() != ""
+    leftover.append(got[at:])
+    return "".join(leftover).strip() != ""
 
 
 def classify(parts: Sequence[str], got: object, *, failed: bool = False) -> list[str]:
@@ -128,24 +117,17 @@ def classify(parts: Sequence[str], got: object, *, failed: bool = False) -> list
     non_empty = [p for p in parts if p]
     if not non_empty:
         return ["WOC-NONE"] if got is None or got == "" else ["WOC-NONE", "WOC-EMPTY-DROPPED"]
-    rules: list[str] = []
-    if isinstance(got, str):
-        if any(p == "" for p in parts) and got == SEP.join(parts):
-            rules.append("WOC-EMPTY-DROPPED")
-        if any(not p.strip() for p in non_empty) and (
-            got == SEP.join(p for p in non_empty if p.strip())
-            or got == SEP.join(p.strip() for p in non_empty)
-        ):
-            rules.append("WOC-WHITESPACE-KEPT")
-    elif got is None and not _cores(non_empty):
-        rules.append("WOC-WHITESPACE-KEPT")
-    if failed and not rules and extra_text(parts, got):
+    specific: list[str] = []
+    if any(p == "" for p in parts) and got == SEP.join(parts):
+        specific.append("WOC-EMPTY-DROPPED")
+    visible = [p for p in non_empty if p.strip()]
+    dropped = [SEP.join(visible), SEP.join(p.strip() for p in non_empty)]
+    if len(visible) < len(non_empty) and (got in dropped or (got is None and not visible)):
+        specific.append("WOC-WHITESPACE-KEPT")
+    if specific:
+        return specific + (["WOC-SINGLE"] if len(non_empty) == 1 and got is not None else [])
+    if failed and isinstance(got, str) and extra_text(parts, got):
         return ["WOC-FAIL-CONTAINED"]
-    upstream_ok = blank_line_join(parts, got)
-    if len(non_empty) == 1 and got is not None:
-        rules.append("WOC-SINGLE")
-    if not rules:
-        rules.append("WOC-JOIN-EXACT" if upstream_ok else "WOC-JOIN")
-    elif rules == ["WOC-SINGLE"] and not upstream_ok:
-        rules.append("WOC-JOIN")
-    return rules
+    if not blank_line_join(parts, got):
+        return ["WOC-JOIN"]
+    return ["WOC-SINGLE"] if len(non_empty) == 1 else ["WOC-JOIN-EXACT"]

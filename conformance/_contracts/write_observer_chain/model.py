@@ -176,16 +176,17 @@ def lint(data: dict[str, Any]) -> list[tuple[tuple[str | int, ...], str]]:
             problems.append((("then", "warnings", key), f"unknown observer {key!r}"))
     for index, step in enumerate(when):
         verb = step_verb(step)
+        body = step[verb]
         if (
-            verb in ("call", "start")
-            and "within" in step[verb]
-            and not (is_limited(given) or (verb == "start" and step[verb]["id"] in cancelled))
+            isinstance(body, dict)
+            and "within" in body
+            and not (is_limited(given) or body["id"] in cancelled)
         ):
             problems.append(
                 (
                     ("when", index, verb, "within"),
-                    "`within` bounds a chain call only under a hook_time_limit or a cancel "
-                    "of this call; nothing else promises a duration",
+                    "`within` bounds a call only under a hook_time_limit or a cancel of this "
+                    "call: no rule promises any other duration",
                 )
             )
     problems.extend(_lint_links(given))

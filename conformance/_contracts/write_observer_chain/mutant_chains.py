@@ -337,6 +337,24 @@ class _LimitDoubled(SteppedChain):
         return super()._timed_by(observer, limit) * 2
 
 
+class _TimeoutEscapesAsCancel(SteppedChain):
+    """Lets its timer's cancellation out: a hook past its limit ends the whole call as if
+    the caller had cancelled it, instead of being contained like a failure."""
+
+    async def _contained(
+        self, observer: WriteObserver, hook: Hook, path: Path, limit: float
+    ) -> str | None:
+        with anyio.move_on_after(self._timed_by(observer, limit)) as timer:
+            try:
+                return await self._invoke(observer, hook, path, limit)
+            except self.contained_errors as error:
+                self._report(ObserverFailure(observer, hook, error, timed_out=False))
+                return None
+        if timer.cancelled_caught:
+            raise anyio.get_cancelled_exc_class()()
+        return None
+
+
 #: (name, rule, statement, chain class) of every chain mutant, in catalogue order.
 CHAIN_MUTANTS: tuple[tuple[str, str, str, type[WriteObserverChain]], ...] = (
     ("woc-before-reversed", "WOC-ORDER-BEFORE",
@@ -377,6 +395,9 @@ CHAIN_MUTANTS: tuple[tuple[str, str, str, type[WriteObserverChain]], ...] = (
      _CancelSwallowed),
     ("woc-no-time-limit", "WOC-SLOW",
      "ignores hook_time_limit, so a hung hook hangs the call", _NoTimeLimit),
+    ("woc-timeout-escapes-as-cancel", "WOC-SLOW",
+     "a hook past its limit raises a cancellation out of the chain, ending the call as if "
+     "the caller had cancelled", _TimeoutEscapesAsCancel),
     ("woc-nested-chain-timed-whole", "WOC-SLOW",
      "times a nested chain as one observer, so a hung observer in it cuts off the rest",
      _NestedTimedWhole),

@@ -201,6 +201,80 @@ class _SameSizeSkipped(WriteTools):
         return await super()._mutate(target, rel, data, message)
 
 
+@dataclass(frozen=True)
+class _AnnotationFirstResult(ToolResult):
+    """A result whose text puts the annotation before the tool's own message."""
+
+    @property
+    def text(self) -> str:
+        return f"{self.annotation}\n\n{self.message}" if self.annotation else self.message
+
+
+@dataclass(frozen=True)
+class _MessageReplacedResult(ToolResult):
+    """A result whose text is the annotation alone when there is one."""
+
+    @property
+    def text(self) -> str:
+        return self.annotation or self.message
+
+
+class _Retexted(WriteTools):
+    """Tools whose results render their text with :attr:`result_type`."""
+
+    result_type: type[ToolResult] = ToolResult
+
+    async def write(self, path: str, content: str | bytes) -> ToolResult:
+        return self._retext(await super().write(path, content))
+
+    async def edit(self, path: str, old: str, new: str) -> ToolResult:
+        return self._retext(await super().edit(path, old, new))
+
+    async def delete(self, path: str) -> ToolResult:
+        return self._retext(await super().delete(path))
+
+    def _retext(self, result: ToolResult) -> ToolResult:
+        return self.result_type(result.ok, result.message, result.annotation)
+
+
+class _AnnotationFirst(_Retexted):
+    """Puts the chain's annotation first, then a blank line, then the tool's message."""
+
+    result_type = _AnnotationFirstResult
+
+
+class _MessageReplaced(_Retexted):
+    """Shows the chain's annotation instead of the tool's message when there is one."""
+
+    result_type = _MessageReplacedResult
+
+
+class _EditVerifiedByAbsence(WriteTools):
+    """Checks an edit by reading the file back: if the old text is still there, it "failed".
+
+    An edit whose new text contains the old one is written, then reported as an error
+    (after_write skipped), although the file holds exactly what the edit asked for.
+    """
+
+    _old: str | None = None
+
+    async def edit(self, path: str, old: str, new: str) -> ToolResult:
+        self._old = old
+        try:
+            return await super().edit(path, old, new)
+        finally:
+            self._old = None
+
+    async def _mutate(self, target: Path, rel: str, data: bytes, message: str) -> ToolResult:
+        if self._old is None:
+            return await super()._mutate(target, rel, data, message)
+        await self._before(target)
+        target.write_bytes(data)
+        if self._old in target.read_text(encoding="utf-8"):
+            return ToolResult(False, f"edit failed: the old text is still in {rel}")
+        return ToolResult(True, message, await self._after(target))
+
+
 #: (name, rule, statement, tools class, chain class) of every seam mutant, in catalogue order.
 TOOL_MUTANTS: tuple[tuple[str, str, str, type[WriteTools], type[WriteObserverChain]], ...] = (
     ("woc-seam-deny-late", "WOC-SEAM-DENIED",
@@ -221,6 +295,14 @@ TOOL_MUTANTS: tuple[tuple[str, str, str, type[WriteTools], type[WriteObserverCha
     ("woc-seam-no-blank-line", "WOC-SEAM-APPEND",
      'appends the annotation to the tool message with "\\n", not "\\n\\n"', _NoBlankLine,
      WriteObserverChain),
+    ("woc-seam-annotation-first", "WOC-SEAM-APPEND",
+     "puts the annotation before the tool's own message", _AnnotationFirst, WriteObserverChain),
+    ("woc-seam-message-replaced", "WOC-SEAM-APPEND",
+     "shows the annotation instead of the tool's message when there is one", _MessageReplaced,
+     WriteObserverChain),
+    ("woc-seam-edit-verified-by-absence", "WOC-SEAM-FAILED-WRITE",
+     "reports an edit whose new text contains the old one as failed, after writing it",
+     _EditVerifiedByAbsence, WriteObserverChain),
     ("woc-seam-after-failed-write", "WOC-SEAM-FAILED-WRITE",
      "calls after_write even when the mutation failed", _AfterFailedWrite, WriteObserverChain),
     ("woc-seam-same-size-skipped", "WOC-SEAM-FAILED-WRITE",

@@ -40,7 +40,7 @@ class SeamChecks(OracleBase):
     def check_hook_run(
         self, call: str, hook: str, *, interrupted_at: int | None
     ) -> list[tuple[int, dict[str, Any]]]:
-        raise NotImplementedError  # the chain half of the oracle provides it
+        raise NotImplementedError  # pragma: no cover (abstract: oracle.py provides it)
 
     @property
     def rewrites(self) -> bool:
@@ -66,19 +66,25 @@ class SeamChecks(OracleBase):
             self._check_refused(call, verb, path, result, entered, changed=after != before)
             return
         afters = [e for _, e in entered if e.get("hook") == "after_write"]
-        if result.get("raised"):
-            self.flag("WOC-SEAM-NO-ERROR", f"{call}: the {verb} tool raised {result['raised']}")
         if not result.get("ok"):
+            # A tool that raised counts as one that reported an error (the driver says ok=false).
+            said = result.get("raised") or result.get("message")
             if afters:
                 rule = "WOC-SEAM-NO-ERROR" if after != before else "WOC-SEAM-FAILED-WRITE"
                 self.flag(
-                    rule,
-                    f"{call}: {verb} reported failure ({result.get('message')!r}) yet after_write was called",
+                    rule, f"{call}: {verb} reported failure ({said!r}) yet after_write was called"
                 )
             elif after != before:
+                # The mutation happened: blame an observer if one failed, else the tool's report.
+                failed = any(
+                    e.get("outcome") != "returned"
+                    for (c, _o, _h), exits in self.t.exits.items()
+                    if c == call
+                    for _, e in exits
+                )
                 self.flag(
-                    "WOC-SEAM-NO-ERROR",
-                    f"{call}: the file changed but the {verb} tool reported an error: {result.get('message')!r}",
+                    "WOC-SEAM-NO-ERROR" if failed else "WOC-SEAM-FAILED-WRITE",
+                    f"{call}: the file changed but the {verb} tool reported an error: {said!r}",
                 )
             return
         self.check_hook_run(call, "before_write", interrupted_at=None)

@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any, Literal
 
-from seamspec.conformance._contracts.write_observer_chain.joins import exact_join
 from seamspec.conformance._contracts.write_observer_chain.model import (
     behaviour_for,
     flatten,
@@ -119,9 +118,20 @@ class OracleBase:
             return "failed"
         if self.t.cancels.get(call, len(self.t.events)) < index:
             return "caller"
-        if self.t.kit_timeouts.get(call, len(self.t.events)) < index:
+        if self._kit_gave_up(call, index):
             return "kit"
         return "failed" if self._meant_to_block(index, exit_event) else "cut"
+
+    def _kit_gave_up(self, call: str, index: int) -> bool:
+        """Whether this cancelled exit is the kit's own call limit unwinding the call.
+
+        The kit records ``kit_timeout`` once the cancellation has come out of the chain,
+        so after the hook exits it caused, with no hook entered in between.
+        """
+        kit = self.t.kit_timeouts.get(call)
+        if kit is None or kit < index:
+            return False
+        return not any(index < i < kit for i, _ in self.t.enters.get(call, []))
 
     def _meant_to_block(self, index: int, exit_event: dict[str, Any]) -> bool:
         """Whether the scenario made this hook wait: a hang, or a gate still closed."""
@@ -167,7 +177,3 @@ class OracleBase:
             if isinstance(value, str):
                 parts.append(value)
         return parts, failed
-
-    @staticmethod
-    def expected_annotation(parts: list[str]) -> str | None:
-        return exact_join(list(parts))

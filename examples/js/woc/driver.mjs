@@ -201,10 +201,12 @@ class Run {
   build(entries) {
     return entries.map((entry) => {
       if (entry.chain) {
-        return new WriteObserverChain(this.build(entry.chain), {
+        const chain = new WriteObserverChain(this.build(entry.chain), {
           hookTimeLimit: entry.hook_time_limit ?? null,
           onFailure: this.onFailure,
         });
+        chain.name = entry.name; // so a warning about the nested chain names it
+        return chain;
       }
       if (entry.builtin) throw new DriverError(`builtin observers are not supported (${entry.name})`);
       return new ScriptedObserver(entry, this);

@@ -22,7 +22,7 @@ def test_a_bounded_call_without_elapsed_is_a_finding_under_its_rule() -> None:
         {"hook_time_limit": 1.0, "observers": []},
         [{"call": {"id": "c1", "hook": "after_write", "path": "a.py", "within": 2.0}}],
     )
-    trace = [
+    trace: list[dict[str, Any]] = [
         {"type": "call_start", "call": "c1", "hook": "after_write", "path": "a.py"},
         {"type": "call_end", "call": "c1", "outcome": "returned", "value": None},
     ]

@@ -14,11 +14,10 @@ contract page lists what is left uncovered on purpose ("Oracle coverage").
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-
-import coverage
 
 ROOM = Path(__file__).parents[1] / "conformance" / "_contracts" / "write_observer_chain"
 #: The oracle and what it judges with: the files whose every finding must be reachable.
@@ -30,6 +29,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("-j", "--jobs", type=int, default=8)
     parser.add_argument("names", nargs="*", help="only these implementations (default: all)")
     args = parser.parse_args(argv)
+    try:  # not a dependency of the kit: only this measurement needs it
+        coverage = importlib.import_module("coverage")
+    except ModuleNotFoundError:
+        print("this needs coverage.py: pip install coverage", file=sys.stderr)
+        return 2
     cov = coverage.Coverage(
         branch=True,
         include=[str(ROOM / name) for name in MEASURED]
@@ -40,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
         failed = _run_everything(args.jobs, args.names)
     finally:
         cov.stop()
-    total = cov.report(show_missing=True, skip_covered=False)
+    total: float = cov.report(show_missing=True, skip_covered=False)
     print(f"branch coverage of the WOC oracle: {total:.1f}%")
     for name, error in failed:
         print(f"could not run {name}: {error}")

@@ -161,7 +161,8 @@ class SeamChecks(OracleBase):
                     f"expected {expected!r} from annotations {parts!r}",
                 )
             return
-        rest = text[len(message) :] if isinstance(text, str) and text.startswith(message) else text
+        shown = text if isinstance(text, str) else ""
+        rest = shown[len(message) :] if shown.startswith(message) else shown
         if failed and extra_text(parts, rest):
             rule = "WOC-FAIL-CONTAINED"
         elif carries_annotations(text, message, parts):

@@ -35,6 +35,7 @@ def main(argv: list[str] | None = None) -> int:
         print("this needs coverage.py: pip install coverage", file=sys.stderr)
         return 2
     cov = coverage.Coverage(
+        data_file=None,  # in memory: nothing written to the work tree
         branch=True,
         include=[str(ROOM / name) for name in MEASURED]
         + [f"*/write_observer_chain/{name}" for name in MEASURED],

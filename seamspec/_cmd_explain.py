@@ -7,6 +7,7 @@ import textwrap
 
 from rich.console import Console
 
+from seamspec._output import error
 from seamspec.conformance import (
     ImplementationError,
     Unsupported,
@@ -14,6 +15,7 @@ from seamspec.conformance import (
     load_adapter,
     load_scenarios,
 )
+from seamspec.conformance._core.suggest import did_you_mean
 from seamspec.conformance._core.timeline import render_timeline
 
 __all__ = ["add_explain_parser"]
@@ -38,7 +40,21 @@ def _wrap(text: str) -> str:
 def cmd_explain(args: argparse.Namespace, console: Console) -> int:
     scenarios = load_scenarios()
     rules = catalogue()
-    if args.id.upper() in rules:
+    is_rule = args.id.upper() in rules
+    found = next((s for s in scenarios if s.id == args.id.lower()), None)
+    if not is_rule and found is None:
+        names = [r.id for r in rules] + [s.id for s in scenarios]
+        guess = did_you_mean(args.id, names)
+        error(
+            f"no rule or scenario called {args.id!r}"
+            + (f"; {guess}" if guess else "")
+            + "; list them with `seamspec rules`"
+        )
+        return 2
+    # A bad --impl (or --svg target) is a usage error before anything is printed.
+    adapter = load_adapter(args.impl)
+    if is_rule:
+        adapter.close()
         rule = rules[args.id.upper()]
         console.print(
             f"[bold]{rule.id}[/] ({rule.level}, {rule.contract}; decided by {rule.origin})"
@@ -66,14 +82,7 @@ def cmd_explain(args: argparse.Namespace, console: Console) -> int:
             f"\nsee docs/contracts/{rule.contract}.md; `seamspec explain SCENARIO` draws a timeline"
         )
         return 0
-    found = next((s for s in scenarios if s.id == args.id.lower()), None)
-    if found is None:
-        console.print(
-            f"no rule or scenario called {args.id!r}; list them with `seamspec rules`",
-            style="red",
-            markup=False,
-        )
-        return 2
+    assert found is not None
     console.print(f"[bold]{found.id}[/]: {found.title}", highlight=False)
     console.print(
         f"  contract {found.contract}, level {found.level}, profile {found.profile}, "
@@ -85,11 +94,10 @@ def cmd_explain(args: argparse.Namespace, console: Console) -> int:
         console.print(f"  {rule_id}: {rules[rule_id].text}", highlight=False, markup=False)
     console.print("\n[bold]what it shows[/]")
     console.print(_wrap(found.description), markup=False)
-    adapter = load_adapter(args.impl)
     try:
         trace = adapter.run(found.request())
-    except (Unsupported, ImplementationError) as error:
-        console.print(f"\n(no timeline: {error})", style="yellow", markup=False)
+    except (Unsupported, ImplementationError) as problem:
+        console.print(f"\n(no timeline: {problem})", style="yellow", markup=False)
         return 0
     finally:
         adapter.close()

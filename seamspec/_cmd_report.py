@@ -31,9 +31,21 @@ def add_report_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser])
     ):
         fmt = formats.add_parser(name, help=helptext)
         if name == "badge":  # a badge describes exactly one report
-            fmt.add_argument("reports", nargs=1, type=Path, metavar="REPORT.json")
+            fmt.add_argument(
+                "reports",
+                nargs=1,
+                type=Path,
+                metavar="REPORT.json",
+                help="one JSON report (`seamspec run --report-json`)",
+            )
         else:
-            fmt.add_argument("reports", nargs="+", type=Path, metavar="REPORT.json")
+            fmt.add_argument(
+                "reports",
+                nargs="+",
+                type=Path,
+                metavar="REPORT.json",
+                help="JSON reports (`seamspec run --report-json`), one column each",
+            )
         fmt.add_argument(
             "-o", "--output", type=Path, metavar="PATH", help="write here instead of stdout"
         )
@@ -42,8 +54,8 @@ def add_report_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser])
     diff = sub.add_parser(
         "diff", help="what changed between two JSON reports, scenario by scenario"
     )
-    diff.add_argument("old", type=Path, metavar="OLD.json")
-    diff.add_argument("new", type=Path, metavar="NEW.json")
+    diff.add_argument("old", type=Path, metavar="OLD.json", help="the earlier JSON report")
+    diff.add_argument("new", type=Path, metavar="NEW.json", help="the later JSON report")
     diff.set_defaults(func=cmd_diff)
 
 

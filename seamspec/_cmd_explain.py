@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import argparse
 import textwrap
+from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 
 from seamspec._output import error
 from seamspec.conformance import (
     ImplementationError,
+    Scenario,
     Unsupported,
     catalogue,
     load_adapter,
@@ -17,6 +20,7 @@ from seamspec.conformance import (
 )
 from seamspec.conformance._core.suggest import did_you_mean
 from seamspec.conformance._core.timeline import render_timeline
+from seamspec.conformance._reports.lanes_svg import lanes_svg
 
 __all__ = ["add_explain_parser"]
 
@@ -29,6 +33,13 @@ def add_explain_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser])
         default="reference",
         metavar="X",
         help="implementation whose timeline to draw (default reference)",
+    )
+    explain.add_argument(
+        "--svg",
+        type=Path,
+        metavar="OUT.svg",
+        help="for a scenario: also draw its trace as lanes into this SVG file; with an --impl "
+        "other than the reference, beside the reference's trace, differences shaded",
     )
     explain.set_defaults(func=cmd_explain)
 
@@ -51,7 +62,13 @@ def cmd_explain(args: argparse.Namespace, console: Console) -> int:
             + "; list them with `seamspec rules`"
         )
         return 2
-    # A bad --impl (or --svg target) is a usage error before anything is printed.
+    if args.svg is not None and found is None:
+        error(f"--svg draws a scenario's trace; {args.id!r} is a rule (give a scenario ID)")
+        return 2
+    if args.svg is not None and not args.svg.parent.is_dir():
+        error(f"--svg {args.svg}: no folder {args.svg.parent} to write it in")
+        return 2
+    # A bad --impl is a usage error before anything is printed.
     adapter = load_adapter(args.impl)
     if is_rule:
         adapter.close()
@@ -101,7 +118,26 @@ def cmd_explain(args: argparse.Namespace, console: Console) -> int:
         return 0
     finally:
         adapter.close()
-    console.print(f"\n[bold]timeline[/] ({adapter.info().name})")
+    name = adapter.info().name
+    console.print(f"\n[bold]timeline[/] ({name})")
     for line in render_timeline(found.contract, trace):
         console.print(line, highlight=False, markup=False)
+    if args.svg is not None:
+        expected = None if args.impl in ("reference", "reference-asyncio") else _reference(found)
+        args.svg.write_text(
+            lanes_svg(found.contract, trace, expected, observed_name=f"observed ({name})"),
+            encoding="utf-8",
+        )
+        console.print(f"\nlanes: {args.svg}", highlight=False, markup=False)
     return 0
+
+
+def _reference(scenario: Scenario) -> list[dict[str, Any]] | None:
+    """The reference's trace of ``scenario``, to draw beside another implementation's."""
+    reference = load_adapter("reference")
+    try:
+        return reference.run(scenario.request())
+    except (Unsupported, ImplementationError):
+        return None
+    finally:
+        reference.close()

@@ -29,6 +29,7 @@ from seamspec.conformance import (
     RunResult,
     Scenario,
     ScenarioResult,
+    load_adapter,
     load_scenarios,
     summary_line,
     to_json_report,
@@ -145,20 +146,29 @@ def select(
 _WORKER: Runner | None = None
 
 
-def _init_worker(
+def _init_worker(  # noqa: PLR0917 - ProcessPoolExecutor passes initargs by position
     spec: AdapterSpec,
     timeout: float,
     expected: dict[str, ExpectedFailure],
     strict: bool,
     profile: Profile,
+    compare: bool,
 ) -> None:
     global _WORKER  # noqa: PLW0603 - one runner per worker process, by design
     adapter = adapter_from_spec(spec)
     # Pool workers leave through multiprocessing's exit path, which runs these finalizers
     # (not atexit): the adapter's child implementation, if any, is stopped and reaped.
     multiprocessing.util.Finalize(adapter, adapter.close, exitpriority=10)
+    reference = load_adapter("reference") if compare else None
+    if reference is not None:
+        multiprocessing.util.Finalize(reference, reference.close, exitpriority=10)
     _WORKER = Runner(
-        adapter, timeout=timeout, expected_failures=expected, strict=strict, profile=profile
+        adapter,
+        timeout=timeout,
+        expected_failures=expected,
+        strict=strict,
+        profile=profile,
+        compare_with=reference,
     )
 
 
@@ -186,7 +196,14 @@ def _run_parallel(
     with ProcessPoolExecutor(
         max_workers=jobs,
         initializer=_init_worker,
-        initargs=(adapter_spec(args), runner_timeout(args), expected, args.strict, args.profile),
+        initargs=(
+            adapter_spec(args),
+            runner_timeout(args),
+            expected,
+            args.strict,
+            args.profile,
+            runner.compare_with is not None,
+        ),
     ) as pool:
         futures = [pool.submit(_run_in_worker, s) for s in chosen]
         for future in as_completed(futures):
@@ -220,6 +237,13 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
         return limit is not None and failures >= limit
 
     verbosity = QUIET if args.quiet else VERBOSE if args.verbose else NORMAL
+    # Failures keep the reference's trace of the same scenario, drawn beside the failing
+    # one in the HTML report. Not when judging the reference itself.
+    judging_reference = getattr(args, "impl_cmd", None) is None and args.impl in (
+        "reference",
+        "reference-asyncio",
+    )
+    reference = None if judging_reference else load_adapter("reference")
     try:
         info = adapter.info()
         if verbosity != QUIET:
@@ -238,6 +262,7 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
             expected_failures=expected,
             strict=args.strict,
             profile=args.profile,
+            compare_with=reference,
         )
         if args.jobs != 1:
             result = _run_parallel(
@@ -248,6 +273,8 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
         printer.finish()
     finally:
         adapter.close()
+        if reference is not None:
+            reference.close()
     print_problems(console, result)
     report = to_json_report(result)
     if args.report_json:

@@ -29,6 +29,9 @@ def close_matches(word: str, candidates: Iterable[str], n: int = 2) -> list[str]
             for f in by_folded
             if f.startswith(folded) or "".join(part[:1] for part in f.split("-")) == folded
         ][:n]
+    if len(found) > 1:  # a second guess only when it is nearly as good as the first
+        ratio = [difflib.SequenceMatcher(None, folded, f).ratio() for f in found]
+        found = [f for f, r in zip(found, ratio, strict=True) if r >= ratio[0] - 0.1]
     return [by_folded[f] for f in found]
 
 

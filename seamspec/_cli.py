@@ -40,7 +40,7 @@ def _with_exit_codes(parser: argparse.ArgumentParser, command: str | None = None
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = Parser(
+    parser: argparse.ArgumentParser = Parser(
         prog="seamspec",
         description="Conformance kit for the interception seams of AI coding-agent tool harnesses.",
         epilog="exit codes (every command): 0 success; 1 the thing checked is wrong "

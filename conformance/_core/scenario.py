@@ -120,7 +120,8 @@ def _embedded(contract: str) -> dict[str, Any]:
     part = contract_schema(contract)
     part.pop("$schema", None)
     part.pop("$id", None)
-    return _reroot(part, f"#/$defs/{contract}")
+    rerooted: dict[str, Any] = _reroot(part, f"#/$defs/{contract}")
+    return rerooted
 
 
 def _reroot(node: Any, root: str) -> Any:

@@ -160,7 +160,7 @@ def lanes_svg(
             )
     for panel, side in panels:
         out += panel.head(len(rows))
-        cells = [row[side] for row in rows]
+        cells = [row[0] if side == 0 else row[1] for row in rows]
         if expected is None:
             colours = [_COLOURS["same"]] * len(rows)
         else:

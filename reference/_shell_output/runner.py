@@ -47,10 +47,11 @@ __all__ = ["CommandFailed", "CommandRefused", "ShellResult", "ShellRunner"]
 DEFAULT_OUTPUT_CAP = 1024 * 1024
 #: How long a timed-out invocation waits for its killed process group's pipes to close.
 KILL_GRACE = 5.0
-#: Pipe buffer asked for (Linux; the default is 64 KiB) and the most read at once. Bigger
-#: buffers mean fewer, larger chunks: less locking and fewer thread wake-ups per byte.
+#: Pipe buffer asked for (Linux; the default is 64 KiB). Bigger buffers mean fewer,
+#: larger chunks: less locking and fewer thread wake-ups per byte.
 PIPE_SIZE = 1024 * 1024
-READ_SIZE = PIPE_SIZE
+#: The pipe buffer assumed when the system cannot say (Linux's default).
+DEFAULT_PIPE_SIZE = 64 * 1024
 
 #: Returns a refusal reason for a command, or None to let it run.
 Policy = Callable[[Sequence[str]], "str | None"]
@@ -92,7 +93,7 @@ class _Capture:
         self._data = bytearray()
         self.truncated = False
 
-    def add(self, chunk: bytes) -> None:
+    def add(self, chunk: bytes | memoryview) -> None:
         with self._lock:
             room = self._cap - len(self._data)
             if room > 0:
@@ -141,16 +142,23 @@ class _Completion:
         os.close(self._write)
 
 
-def _grow(pipe: IO[bytes] | None) -> None:
-    """Ask for a bigger pipe buffer; keep the default when the system says no.
+def _grow(pipe: IO[bytes]) -> int:
+    """Ask for a bigger pipe buffer and return the size in effect (the read size).
 
     Not through ``Popen(pipesize=...)``: that raises when the per-user pipe quota is used
-    up (many commands at once), and a command must not fail for a performance hint.
+    up (many commands at once), and a command must not fail for a performance hint. The
+    draining thread reads at most the pipe's size at once: a larger read cannot return
+    more, and would only cost a larger buffer.
     """
-    size_flag = getattr(fcntl, "F_SETPIPE_SZ", None)
-    if pipe is not None and size_flag is not None:
+    set_flag = getattr(fcntl, "F_SETPIPE_SZ", None)
+    get_flag = getattr(fcntl, "F_GETPIPE_SZ", None)
+    if set_flag is not None:
         with contextlib.suppress(OSError):
-            fcntl.fcntl(pipe.fileno(), size_flag, PIPE_SIZE)
+            fcntl.fcntl(pipe.fileno(), set_flag, PIPE_SIZE)
+    if get_flag is not None:
+        with contextlib.suppress(OSError):
+            return max(int(fcntl.fcntl(pipe.fileno(), get_flag)), 4096)
+    return DEFAULT_PIPE_SIZE
 
 
 def kill_group(process: subprocess.Popen[bytes]) -> None:
@@ -220,8 +228,6 @@ class ShellRunner:
         except OSError as error:
             self._on_spawn_error(session)
             raise CommandFailed(f"cannot run {argv[0]!r}: {error}") from error
-        for pipe in (process.stdout, process.stderr):
-            _grow(pipe)
         out, err = _Capture(self.output_cap), _Capture(self.output_cap)
         done = _Completion()
         readers = [
@@ -324,7 +330,14 @@ class ShellRunner:
             self._thread_hook("drain", None if session is None else session.invocation)
         fd = pipe.fileno()
         try:
-            while chunk := os.read(fd, READ_SIZE):
+            # One buffer for the whole command, read into again and again: a fresh
+            # allocation per read costs page faults (and, for large reads, a mapping of
+            # its own), which is what slowed draining down. Whoever keeps bytes copies
+            # them: the capture up to its cap, the session what its budget accepts.
+            buffer = bytearray(_grow(pipe))
+            view, into = memoryview(buffer), [buffer]
+            while count := os.readv(fd, into):
+                chunk = view[:count]
                 capture.add(chunk)
                 if session is not None:
                     session.offer(stream, chunk)

@@ -161,6 +161,29 @@ def _grow(pipe: IO[bytes]) -> int:
     return DEFAULT_PIPE_SIZE
 
 
+class _ReadBuffer:
+    """One buffer per pipe, read into again and again, for output nobody keeps whole.
+
+    Unobserved output (or output past the observer's budget) is copied only into the
+    capture, up to its cap, and then dropped: reading it into a fresh allocation each
+    time would cost page faults, and for reads over glibc's mmap threshold a mapping of
+    their own. Allocated on first use, so an observed command that never outgrows its
+    budget does not pay for it.
+    """
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._buffer: list[bytearray] = []
+        self._view = memoryview(b"")
+
+    def read(self, fd: int) -> memoryview:
+        """Read what the pipe has (at most its size); valid until the next read."""
+        if not self._buffer:
+            self._buffer.append(bytearray(self._size))
+            self._view = memoryview(self._buffer[0])
+        return self._view[: os.readv(fd, self._buffer)]
+
+
 def kill_group(process: subprocess.Popen[bytes]) -> None:
     """Kill the child and everything it started (it leads its own process group)."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -330,14 +353,17 @@ class ShellRunner:
             self._thread_hook("drain", None if session is None else session.invocation)
         fd = pipe.fileno()
         try:
-            # One buffer for the whole command, read into again and again: a fresh
-            # allocation per read costs page faults (and, for large reads, a mapping of
-            # its own), which is what slowed draining down. Whoever keeps bytes copies
-            # them: the capture up to its cap, the session what its budget accepts.
-            buffer = bytearray(_grow(pipe))
-            view, into = memoryview(buffer), [buffer]
-            while count := os.readv(fd, into):
-                chunk = view[:count]
+            size = _grow(pipe)
+            reused = _ReadBuffer(size)
+            while True:
+                chunk: bytes | memoryview
+                if session is not None and session.accepting(stream):
+                    # A fresh ``bytes`` per read, which the session queues as it is.
+                    chunk = os.read(fd, size)
+                else:
+                    chunk = reused.read(fd)
+                if not chunk:
+                    break
                 capture.add(chunk)
                 if session is not None:
                     session.offer(stream, chunk)

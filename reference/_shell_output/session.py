@@ -11,8 +11,8 @@ one budget per stream), which is what keeps a stuck observer from costing memory
 Bytes are bounded by the budget, but entries are not: a child printing short lines to a
 stuck observer would queue one small object per read, each with its own allocation
 (tens of thousands of them for a 1 MiB budget). So once the observer is
-:data:`COALESCE_AFTER` entries behind, a new chunk is appended to the newest queued entry
-of its stream instead (up to :data:`COALESCED_MAX` bytes per entry). The contract
+:data:`COALESCE_AFTER` entries behind, a new small chunk is appended to the newest queued
+entry of its stream instead (up to :data:`COALESCED_MAX` bytes per entry). The contract
 promises the bytes of each pipe and their order, never where one chunk ends, so the
 observer sees the same bytes in fewer, larger chunks; nothing is ever merged across a
 finish or a cancellation (nothing is accepted after either), and a session only a few
@@ -68,6 +68,8 @@ Chunk = bytes | bytearray | memoryview
 
 #: Queue entries beyond which new chunks are coalesced into their stream's newest entry.
 COALESCE_AFTER: Final = 16
+#: Chunks this large are queued as they are even then: copying them would save nothing.
+COALESCE_BELOW: Final = 64 * 1024
 #: The most bytes one coalesced entry grows to (then a new entry starts): large enough
 #: that per-entry overhead is negligible, small enough that copying an entry out for
 #: delivery costs little memory beyond the queue itself.
@@ -125,6 +127,20 @@ class ObservationSession:
             self._enqueue(stream, accepted)
             self._cond.notify()
 
+    def accepting(self, stream: ShellOutputStream) -> bool:
+        """Whether ``offer`` on ``stream`` may still keep anything (a hint, not a promise).
+
+        Read without the lock: the answer only goes from True to False, and a stale True
+        costs nothing but a chunk that ``offer`` then drops. The runner uses it to pick
+        how to read: a fresh ``bytes`` per read while the observer takes output (the
+        queue keeps it without copying), one reused buffer once it no longer does.
+        """
+        return (
+            self._phase is SessionPhase.ACTIVE
+            and not self._disabled
+            and self._used[stream] < self.budget
+        )
+
     def finish(self) -> None:
         """Normal completion: deliver what is queued, then ``on_finish``. Does not wait."""
         with self._cond:
@@ -173,7 +189,7 @@ class ObservationSession:
         pipe's byte order; it can move those bytes ahead of the other stream's entries
         queued since, which the contract allows (order is promised per pipe).
         """
-        if len(self._queue) < COALESCE_AFTER:
+        if len(self._queue) < COALESCE_AFTER or len(accepted) >= COALESCE_BELOW:
             self._queue.append((stream, accepted))
             return
         entry = self._open.get(stream)

@@ -26,7 +26,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import IO
+from typing import IO, cast
 
 import anyio
 
@@ -366,7 +366,9 @@ class ShellRunner:
                     break
                 capture.add(chunk)
                 if session is not None:
-                    session.offer(stream, chunk)
+                    # offer takes any bytes-like chunk and copies what it keeps (it is
+                    # typed bytes so that subclasses written against bytes still fit).
+                    session.offer(stream, cast(bytes, chunk))
         finally:
             pipe.close()
 

@@ -32,7 +32,7 @@ import enum
 import logging
 import threading
 from collections import deque
-from typing import Final
+from typing import Final, cast
 
 from seamspec.reference._shell_output.observer import (
     ShellInvocationId,
@@ -60,11 +60,9 @@ class _Finish:
 
 
 FINISH: Final = _Finish()
-#: A queued chunk is ``bytes`` as offered, or a ``bytearray`` that coalesced several.
-Item = tuple[ShellOutputStream, bytes | bytearray] | _Finish
-#: Anything :meth:`ObservationSession.offer` takes: it keeps a copy of what it accepts
-#: (``bytes`` as is), so a caller may reuse its buffer as soon as ``offer`` returns.
-Chunk = bytes | bytearray | memoryview
+#: A queued chunk: ``bytes`` as offered, or a ``bytearray`` that coalesced several (typed
+#: ``bytes``, which admits both, so that subclasses written against ``bytes`` still fit).
+Item = tuple[ShellOutputStream, bytes] | _Finish
 
 #: Queue entries beyond which new chunks are coalesced into their stream's newest entry.
 COALESCE_AFTER: Final = 16
@@ -97,7 +95,8 @@ class ObservationSession:
         self._queue: deque[Item] = deque()
         #: Per stream, the queued entry new chunks may be appended to (a ``bytearray``
         #: still in the queue), once the queue is long; see the module's docstring.
-        self._open: dict[ShellOutputStream, tuple[ShellOutputStream, bytearray]] = {}
+        #: Each value is the queued entry itself (compared by identity) and its buffer.
+        self._open: dict[ShellOutputStream, tuple[Item, bytearray]] = {}
         self._phase = SessionPhase.ACTIVE
         self._disabled = False
         self._used = {ShellOutputStream.STDOUT: 0, ShellOutputStream.STDERR: 0}
@@ -110,7 +109,7 @@ class ObservationSession:
         with self._cond:
             return self._phase
 
-    def offer(self, stream: ShellOutputStream | str, chunk: Chunk) -> None:
+    def offer(self, stream: ShellOutputStream | str, chunk: bytes) -> None:
         """Account ``chunk`` against the live budget and queue what fits; never blocks long.
 
         ``stream`` may also be given by name (``"stdout"``, ``"stderr"``). ``chunk`` may
@@ -170,7 +169,7 @@ class ObservationSession:
 
     # -- decision points (one method each, so each is easy to read and to test) ----------
 
-    def _accept(self, stream: ShellOutputStream, chunk: Chunk) -> bytes | None:
+    def _accept(self, stream: ShellOutputStream, chunk: bytes) -> bytes | None:
         """The part of ``chunk`` the budget lets through, as ``bytes``, or None.
 
         Called under the lock. ``bytes`` that fit whole are kept as they are (no copy).
@@ -192,12 +191,15 @@ class ObservationSession:
         if len(self._queue) < COALESCE_AFTER or len(accepted) >= COALESCE_BELOW:
             self._queue.append((stream, accepted))
             return
-        entry = self._open.get(stream)
-        if entry is not None and len(entry[1]) < COALESCED_MAX:
-            entry[1].extend(accepted)
+        open_entry = self._open.get(stream)
+        if open_entry is not None and len(open_entry[1]) < COALESCED_MAX:
+            open_entry[1].extend(accepted)
             return
-        entry = (stream, bytearray(accepted))
-        self._open[stream] = entry
+        buffer = bytearray(accepted)
+        # A bytearray stands where Item says bytes: _present turns it into bytes before
+        # any observer sees it; subclasses that read the queue get a bytes-like chunk.
+        entry: Item = (stream, cast(bytes, buffer))
+        self._open[stream] = (entry, buffer)
         self._queue.append(entry)
 
     def _drop_queue(self) -> None:
@@ -231,8 +233,10 @@ class ObservationSession:
                 if self._phase is SessionPhase.CANCELLED or self._disabled or not self._queue:
                     return
                 item = self._next_item()
-                if not isinstance(item, _Finish) and self._open.get(item[0]) is item:
-                    del self._open[item[0]]  # out of the queue: nothing may grow it now
+                if not isinstance(item, _Finish):
+                    open_entry = self._open.get(item[0])
+                    if open_entry is not None and open_entry[0] is item:
+                        del self._open[item[0]]  # out of the queue: nothing may grow it now
             if isinstance(item, _Finish):
                 self._call_finish()
                 return

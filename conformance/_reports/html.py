@@ -46,8 +46,8 @@ pre{background:#f6f8fa;padding:.5rem;overflow-x:auto;white-space:pre-wrap}
 
 
 def _status(result: dict[str, Any]) -> str:
-    counts_as = result["counts_as"]
-    return str({"warning": "warn", "recommendation": "reco"}.get(counts_as, result["status"]))
+    counts_as = str(result["counts_as"])
+    return {"warning": "warn", "recommendation": "reco"}.get(counts_as, str(result["status"]))
 
 
 def _status_for_rule(result: dict[str, Any], rule_id: str) -> str:

@@ -87,9 +87,26 @@ def test_schema_prints_one_contract(capsys: pytest.CaptureFixture[str]) -> None:
 
 @pytest.fixture
 def copied_suite(tmp_path: Path) -> Path:
-    """A copy of the shipped scenarios, laid out as in the repository."""
+    """A copy of the shipped scenarios, laid out as in the repository, without modelines
+    (as they were before `--modelines` first ran on them)."""
     shutil.copytree(SHIPPED, tmp_path / "scenarios", ignore=shutil.ignore_patterns("*.py"))
+    for path in (tmp_path / "scenarios").rglob("*.yaml"):
+        lines = path.read_bytes().splitlines(keepends=True)
+        if lines and MODELINE.match(lines[0].decode().rstrip("\r\n")):
+            path.write_bytes(b"".join(lines[1:]))
     return tmp_path
+
+
+def test_shipped_modelines_point_at_the_committed_schemas() -> None:
+    """Where a shipped scenario has a modeline, it is the one `--modelines` writes."""
+    for path in sorted(SHIPPED.rglob("*.yaml")):
+        first = path.read_text(encoding="utf-8").splitlines()[0]
+        if "yaml-language-server" not in first:
+            continue
+        assert first == (
+            f"# yaml-language-server: $schema=../../schemas/{path.parent.name}.scenario.schema.json"
+        ), path
+        assert (path.parent / first.split("=", 1)[1]).is_file()
 
 
 def test_modelines_on_a_copy_of_the_suite(

@@ -187,39 +187,17 @@ def _modeline_target(path: Path) -> Path:
     return path.parent / first.split("=", 1)[1]
 
 
-#: Shipped files an editor reads differently from the kit: PyYAML reads YAML 1.1, in
-#: which ``61e282`` is a string; editors and check-jsonschema read YAML 1.2, in which it
-#: is a float. Quoting the value fixes the file; then its entry here must go (the test
-#: below fails until it does).
-YAML_1_2_NUMBERS = {"soo-raw-split-code-point.yaml": "61e282"}
-
-
 def test_check_jsonschema_accepts_the_suite_by_its_modelines(
     copied_suite: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     scenarios, schemas = copied_suite / "scenarios", copied_suite / "schemas"
     assert main(["schema", "--output", str(schemas), "--modelines", str(scenarios)]) == 0
     for contract in CONTRACTS:
-        files = sorted(
-            f for f in (scenarios / contract).glob("*.yaml") if f.name not in YAML_1_2_NUMBERS
-        )
+        files = sorted((scenarios / contract).glob("*.yaml"))
         targets = {_modeline_target(f).resolve() for f in files}
         assert len(targets) == 1
         proc = _check_jsonschema(targets.pop(), *files)
         assert proc.returncode == 0, proc.stdout + proc.stderr
-
-
-@pytest.mark.parametrize(("name", "value"), sorted(YAML_1_2_NUMBERS.items()))
-def test_known_yaml_1_2_numbers_are_still_unquoted(
-    name: str, value: str, copied_suite: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    (path,) = (copied_suite / "scenarios").rglob(name)
-    assert (
-        main(["schema", "--output", str(copied_suite / "schemas"), "--modelines", str(path)]) == 0
-    )
-    proc = _check_jsonschema(_modeline_target(path), path)
-    assert proc.returncode == 1, f"{name} now validates in editors: drop it from YAML_1_2_NUMBERS"
-    assert f"{value[:1]}.{value[1:2]}" in proc.stdout  # read as a float, e.g. 6.1e+283
 
 
 def test_check_jsonschema_rejects_a_broken_scenario(

@@ -155,9 +155,12 @@ def typecheck(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def bench(session: nox.Session) -> None:
-    """Benchmarks (not part of the default sessions): figures printed side by side, medians.
+    """Benchmarks (not part of the default sessions): every figure of docs/benchmarks.md.
 
-    Pass options after ``--``, e.g. ``nox -s bench -- --runs 9``.
+    Each figure is a ratio against its limit measured in the same run, per round, in
+    short alternating blocks; each script prints per-run medians with their spread and
+    the median over 5 runs. Options after ``--`` go to the shell-output benchmark, e.g.
+    ``nox -s bench -- --runs 9``. Reports nothing as a failure: these are measurements.
     """
     session.install(".")
     session.run("python", "benchmarks/soo_bench.py", *session.posargs)

@@ -1,7 +1,11 @@
 """Dispatch-recorder journal throughput: signed, chained, fsync'd records per second.
 
-Every figure is measured side by side in one run, interleaved round by round (so a noisy
-neighbour hurts all of them alike), and reported as the median over the rounds:
+Every figure is measured side by side, in short blocks (``--records``, 48 by default)
+that alternate round by round, and every ratio is taken within a round and then
+summarised as the median of the per-round ratios with its interquartile range. A burst
+of disk contention then spoils one round's ratio, not a whole figure (with blocks of 800
+records, one such burst could flip a ratio). ``--runs`` repeats the whole measurement;
+the last lines give the median over runs and the range of the runs' medians.
 
 - ``plain``: append a line of the same size as a journal entry and fsync it, one at a
   time: the floor any durable journal pays.
@@ -16,7 +20,7 @@ neighbour hurts all of them alike), and reported as the median over the rounds:
 
 Targets (issue 4): ``journal x1 / plain >= 0.8`` and ``journal x16 / journal x1 >= 4``.
 
-    python benchmarks/dr_bench.py [--records 800] [--rounds 7] [--dir PATH]
+    python benchmarks/dr_bench.py [--records 48] [--rounds 40] [--runs 5] [--dir PATH]
 
 ``--dir`` should be on the file system you care about: on tmpfs fsync costs nothing and
 the ratios mean little.
@@ -54,9 +58,22 @@ def _mutation(i: int) -> DispatchMutation:
     )
 
 
+def _created(path: Path) -> int:
+    """Create ``path`` and make its name durable before the clock starts, as
+    ``JournalRecorder.open`` does: with short blocks, the first fsync of a file whose
+    creation is not yet durable would otherwise weigh on the plain figures alone."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    folder = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(folder)
+    finally:
+        os.close(folder)
+    return fd
+
+
 def plain(path: Path, records: int, size: int) -> float:
     line = b"x" * (size - 1) + b"\n"
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    fd = _created(path)
     try:
         start = time.perf_counter()
         for _ in range(records):
@@ -70,7 +87,7 @@ def plain(path: Path, records: int, size: int) -> float:
 def bare(path: Path, signer: KeySigner, records: int, size: int) -> float:
     """Sign, append, fsync: the least a signed journal does per entry, one at a time."""
     body = b"x" * (size - 129)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    fd = _created(path)
     try:
         start = time.perf_counter()
         for _ in range(records):
@@ -149,12 +166,63 @@ def _verdict(value: float, target: float) -> str:
     return "met" if value >= target else "missed"
 
 
+def _quartiles(values: list[float]) -> tuple[float, float, float]:
+    q1, median, q3 = statistics.quantiles(values, n=4, method="inclusive")
+    return q1, median, q3
+
+
+def one_run(
+    folder: Path, signers: dict[str, Signer], size: int, args: argparse.Namespace, run: int
+) -> tuple[dict[str, list[float]], dict[str, list[float]], dict[str, list[int]]]:
+    """``--rounds`` rounds of short blocks: per-round rates, ratios and fsync counts."""
+    in_process = signers["in-process"]
+    assert isinstance(in_process, KeySigner)
+    rates: dict[str, list[float]] = {}
+    fsyncs: dict[str, list[int]] = {}
+    for n in range(args.rounds):
+        tag = f"{run}-{n}"
+        rates.setdefault("plain", []).append(plain(folder / f"plain-{tag}", args.records, size))
+        rates.setdefault("bare", []).append(
+            bare(folder / f"bare-{tag}", in_process, args.records, size)
+        )
+        for name, signer in signers.items():
+            for concurrency in (1, 16):
+                path = folder / f"j{concurrency}-{name}-{tag}"
+                rate, syncs = journal(path, signer, args.records, concurrency)
+                key = f"journal x{concurrency} {name}"
+                rates.setdefault(key, []).append(rate)
+                fsyncs.setdefault(key, []).append(syncs)
+    ratios: dict[str, list[float]] = {
+        "bare / plain (the ceiling one at a time)": _per_round(rates["bare"], rates["plain"])
+    }
+    for name in signers:
+        one, many = rates[f"journal x1 {name}"], rates[f"journal x16 {name}"]
+        ratios[f"journal x1 / plain, {name}"] = _per_round(one, rates["plain"])
+        ratios[f"journal x1 / bare, {name}"] = _per_round(one, rates["bare"])
+        ratios[f"journal x16 / x1, {name}"] = _per_round(many, one)
+        ratios[f"journal x16 / plain, {name}"] = _per_round(many, rates["plain"])
+    return rates, ratios, fsyncs
+
+
+def _per_round(top: list[float], bottom: list[float]) -> list[float]:
+    return [a / b for a, b in zip(top, bottom, strict=True)]
+
+
+TARGETS = {"journal x1 / plain": TARGET_ONE, "journal x16 / x1": TARGET_MANY}
+
+
+def _target(name: str) -> float | None:
+    return next((value for prefix, value in TARGETS.items() if name.startswith(prefix)), None)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--records", type=int, default=800)
-    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--records", type=int, default=48, help="records per block")
+    parser.add_argument("--rounds", type=int, default=40, help="rounds per run")
+    parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--dir", type=Path, default=Path.cwd())
     args = parser.parse_args()
+    medians: dict[str, list[float]] = {}
     with tempfile.TemporaryDirectory(prefix="dr-bench-", dir=args.dir) as tmp:
         folder = Path(tmp)
         generate_keypair(folder / "k", folder / "k.pub")
@@ -162,48 +230,44 @@ def main() -> None:
         with SignerProcess(folder / "k") as service:
             signers: dict[str, Signer] = {"in-process": in_process, "process": service}
             size = entry_size(folder, in_process)
-            figures: dict[str, list[float]] = {}
-            fsyncs: dict[str, list[int]] = {}
-            n = 0
-            for _ in range(args.rounds):
-                n += 1
-                figures.setdefault("plain", []).append(
-                    plain(folder / f"plain-{n}", args.records, size)
-                )
-                figures.setdefault("bare", []).append(
-                    bare(folder / f"bare-{n}", in_process, args.records, size)
-                )
-                for name, signer in signers.items():
-                    for concurrency in (1, 16):
-                        n += 1
-                        rate, syncs = journal(folder / f"j-{n}", signer, args.records, concurrency)
-                        key = f"journal x{concurrency} {name}"
-                        figures.setdefault(key, []).append(rate)
-                        fsyncs.setdefault(key, []).append(syncs)
+            print(
+                f"file system: {filesystem(args.dir)}; entry size {size} bytes; blocks of "
+                f"{args.records} records, {args.rounds} rounds per run, {args.runs} runs; "
+                f"{os.cpu_count()} CPUs",
+                flush=True,
+            )
+            for run in range(1, args.runs + 1):
+                rates, ratios, fsyncs = one_run(folder, signers, size, args, run)
+                print(f"run {run}: records/s (median of rounds), fsyncs per block", flush=True)
+                for name, values in rates.items():
+                    syncs = (
+                        f"  ({statistics.median(fsyncs[name]):.0f} fsyncs)"
+                        if name in fsyncs
+                        else ""
+                    )
+                    print(f"  {name:24} {statistics.median(values):8.0f}{syncs}")
+                print(f"run {run}: per-round ratios, median (IQR)", flush=True)
+                for name, values in ratios.items():
+                    q1, median, q3 = _quartiles(values)
+                    medians.setdefault(name, []).append(median)
+                    print(f"  {name:42} {median:5.2f}  (IQR {q1:.2f}-{q3:.2f})", flush=True)
+                for path in folder.iterdir():
+                    if path.name not in ("k", "k.pub"):
+                        path.unlink()
         alone = statistics.median(signature_cost(in_process, False) for _ in range(3))
         crowded = statistics.median(signature_cost(in_process, True) for _ in range(3))
-    median = {name: statistics.median(values) for name, values in figures.items()}
-    print(
-        f"file system: {filesystem(args.dir)}; entry size {size} bytes; "
-        f"{args.records} records x {args.rounds} rounds (medians); {os.cpu_count()} CPUs"
-    )
-    for name, value in median.items():
-        note = f"  ({statistics.median(fsyncs[name]):.0f} fsyncs)" if name in fsyncs else ""
-        print(f"  {name:24} {value:8.0f} records/s{note}")
-    ceiling = median["bare"] / median["plain"]
-    print(f"  bare / plain                      = {ceiling:.2f}  (the ceiling one at a time)")
-    for name in signers:
-        one, many = median[f"journal x1 {name}"], median[f"journal x16 {name}"]
-        print(
-            f"  journal x1 / plain, {name:11}   = {one / median['plain']:.2f}  "
-            f"(target >= {TARGET_ONE}: {_verdict(one / median['plain'], TARGET_ONE)}; "
-            f"{one / median['bare']:.2f} of the ceiling)"
+    print(f"over {args.runs} runs (median of the runs' medians, range of the runs' medians):")
+    for name, values in medians.items():
+        target = _target(name)
+        verdict = (
+            ""
+            if target is None
+            else f"; target >= {target:g}: {_verdict(statistics.median(values), target)}"
         )
         print(
-            f"  journal x16 / x1, {name:11}     = {many / one:.2f}  "
-            f"(target >= {TARGET_MANY:.0f}: {_verdict(many / one, TARGET_MANY)})"
+            f"  {name:42} {statistics.median(values):5.2f}  "
+            f"(runs {min(values):.2f}-{max(values):.2f}{verdict})"
         )
-        print(f"  journal x16 / plain, {name:11}  = {many / median['plain']:.2f}")
     print(
         f"  one Ed25519 signature in a thread: {alone:.0f} us alone, {crowded:.0f} us next to "
         "a busy Python thread (the GIL; why in-process signing scales poorly)"

@@ -1,17 +1,26 @@
 """What live observation costs: the reference shell runner, measured side by side.
 
-    python benchmarks/soo_bench.py [--runs 5] [--mib 256]
+    python benchmarks/soo_bench.py [--runs 5] [--rounds 24] [--mib 64]
 
-Four figures, each the median of ``--runs`` alternating runs, printed with its target:
+Every figure is a ratio against its own limit, measured in the same run: each round runs
+the compared commands one after the other (short blocks, a few tens of milliseconds), the
+round's ratio is taken, and a run reports the median of its rounds' ratios with their
+interquartile range. ``--runs`` repeats the whole measurement; the last lines give the
+median over runs and the range of the runs' medians. A noisy neighbour then hurts both
+sides of a ratio alike, and one bad round moves nothing.
 
-- throughput: a child writes ``--mib`` MiB to stdout; the runner with an observer
-  attached vs a plain read of the same child's pipe into nowhere (target ratio >= 0.7);
-- no stall: the runner's wall time for the same child, with an observer that
-  sleeps 50 ms per callback vs no observer (target ratio <= 1.05);
-- latency: from the child's write to the start of ``on_output`` (monotonic clock, which
-  Linux shares between processes), p50 and p99, idle machine (target p99 <= 5 ms);
-- memory: an observer blocked forever while the child writes 1 GiB; the peak resident
-  size grows by about two budgets (one per stream) plus a constant, not by the output.
+- throughput: a child (``dd``, which starts in a millisecond and writes 1 MiB blocks)
+  writes ``--mib`` MiB; the runner with an observer that receives every byte (budget =
+  the whole output) against a plain Python loop reading 64 KiB at a time from the same
+  kind of pipe (1 MiB buffer, as the runner asks) into nowhere. Target >= 0.9.
+- slow observer: the runner's wall time with an observer that sleeps 50 ms in every
+  callback, and with one blocked until the command has returned, against no observer,
+  at budgets from 64 KiB to the whole output. Target <= 1.1 at every budget.
+- latency: from the child's write to the start of ``on_output``, p50 and p99.
+- memory: in a fresh process, an observer blocked for the whole command (budget and cap
+  1 MiB per stream): peak resident size (``VmHWM``) and memory mappings (``/proc/self/
+  maps``) grown, for 150,000 short lines written one at a time and for 1 GiB of output
+  in large writes. Target: at most 2 x budget queued + the 1 MiB result + a constant.
 
 These are measurements, not tests: nothing here fails a build.
 """
@@ -27,6 +36,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import anyio
@@ -34,13 +44,12 @@ import anyio
 from seamspec.reference import ShellOutputStream, ShellRunner
 from seamspec.reference._shell_output.runner import PIPE_SIZE
 
-EMITTER = str(Path(__file__).resolve().parents[1] / "reference" / "_shell_output" / "emitter.py")
 MIB = 1024 * 1024
+PLAIN_READ = 64 * 1024
 
 
 def flood(mib: int) -> list[str]:
-    script = {"steps": [{"flood": "stdout", "bytes": mib * MIB}]}
-    return [sys.executable, "-I", EMITTER, json.dumps(script)]
+    return ["dd", "if=/dev/zero", "bs=1M", f"count={mib}", "status=none"]
 
 
 class Counter:
@@ -51,66 +60,127 @@ class Counter:
         self.bytes += len(chunk)
 
 
-class Sleeper:
+class Held:
+    """Sleeps ``delay`` seconds in every callback (forever if None) until released."""
+
+    def __init__(self, delay: float | None) -> None:
+        self.delay = delay
+        self.released = threading.Event()
+
     def on_output(self, invocation: int, stream: ShellOutputStream, chunk: bytes) -> None:
-        time.sleep(0.05)
+        self.released.wait(self.delay)
 
 
 def plain_read(argv: list[str]) -> float:
+    """The limit: read the child's pipe 64 KiB at a time, into nowhere."""
     t0 = time.perf_counter()
-    # the same pipe size as the runner asks for, so the ratio is the cost of observing
     child = subprocess.Popen(argv, stdout=subprocess.PIPE)
     assert child.stdout is not None
-    fcntl.fcntl(child.stdout.fileno(), fcntl.F_SETPIPE_SZ, PIPE_SIZE)
     fd = child.stdout.fileno()
-    while os.read(fd, PIPE_SIZE):
+    fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, PIPE_SIZE)
+    while os.read(fd, PLAIN_READ):
         pass
     child.wait()
     child.stdout.close()
     return time.perf_counter() - t0
 
 
-def through_runner(argv: list[str], observer: object | None, budget: int | None = None) -> float:
-    async def main() -> float:
-        runner = ShellRunner(output_cap=MIB, live_budget=budget)
-        t0 = time.perf_counter()
-        result = await runner.run(argv, observer=observer)  # type: ignore[arg-type]
-        elapsed = time.perf_counter() - t0
-        assert result.exit_code == 0, result
-        runner.wait_idle(60)
-        return elapsed
+def plain_keep(argv: list[str], keep: int) -> float:
+    """The limit when ``keep`` bytes must be held: the plain loop, keeping what it reads.
 
-    return anyio.run(main)
+    A blocked observer's queue must hold up to a budget per stream until it is
+    delivered; holding bytes means fresh memory, and its page faults, in the parent.
+    """
+    t0 = time.perf_counter()
+    child = subprocess.Popen(argv, stdout=subprocess.PIPE)
+    assert child.stdout is not None
+    fd = child.stdout.fileno()
+    fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, PIPE_SIZE)
+    kept: list[bytes] = []
+    while chunk := os.read(fd, PLAIN_READ):
+        if keep > 0:
+            kept.append(chunk)
+            keep -= len(chunk)
+    child.wait()
+    child.stdout.close()
+    return time.perf_counter() - t0
 
 
-def throughput(runs: int, mib: int) -> str:
+async def through_runner(
+    argv: list[str], observer: Counter | Held | None, budget: int | None = None
+) -> float:
+    runner = ShellRunner(output_cap=MIB, live_budget=budget)
+    t0 = time.perf_counter()
+    result = await runner.run(argv, observer=observer)
+    elapsed = time.perf_counter() - t0
+    assert result.exit_code == 0, result
+    if isinstance(observer, Held):
+        observer.released.set()  # the next round must not share the CPU with this one
+    assert runner.wait_idle(60)
+    if isinstance(observer, Counter) and budget is not None:
+        assert observer.bytes == budget, (observer.bytes, budget)
+    return elapsed
+
+
+Block = Callable[[], "float | Awaitable[float]"]
+
+
+def summary(ratios: list[float]) -> tuple[float, float, float]:
+    q1, median, q3 = statistics.quantiles(ratios, n=4, method="inclusive")
+    return median, q1, q3
+
+
+async def rounds(count: int, limit: Block, others: dict[str, Block]) -> dict[str, list[float]]:
+    """Per-round ratios ``limit time / other time`` (a throughput ratio) for each other."""
+    out: dict[str, list[float]] = {name: [] for name in others}
+    for _ in range(count):
+        base = await _timed(limit)
+        for name, block in others.items():
+            out[name].append(base / await _timed(block))
+    return out
+
+
+async def _timed(block: Block) -> float:
+    value = block()
+    return value if isinstance(value, float) else await value
+
+
+async def throughput(count: int, mib: int) -> dict[str, list[float]]:
     argv = flood(mib)
-    plain, observed = [], []
-    for _ in range(runs):
-        plain.append(plain_read(argv))
-        # the budget is the whole output, so the observer really receives every byte
-        observed.append(through_runner(argv, Counter(), budget=mib * MIB))
-    p, o = statistics.median(plain), statistics.median(observed)
-    ratio = p / o
-    return (
-        f"throughput, {mib} MiB: plain read {mib / p:.0f} MiB/s, runner + observer "
-        f"{mib / o:.0f} MiB/s, ratio {ratio:.2f} (target >= 0.7: {'met' if ratio >= 0.7 else 'NOT met'})"
+    return await rounds(
+        count,
+        lambda: plain_read(argv),
+        {
+            "runner + observer": lambda: through_runner(argv, Counter(), mib * MIB),
+            "runner, no observer": lambda: through_runner(argv, None),
+        },
     )
 
 
-def no_stall(runs: int, mib: int) -> str:
+BUDGETS = {"64 KiB": 64 * 1024, "1 MiB": MIB, "16 MiB": 16 * MIB}
+
+
+async def slow_observer(count: int, mib: int) -> dict[str, list[float]]:
+    """Per-round slowdowns: observed runner / unobserved runner, and the limits.
+
+    The limits are the plain loop keeping the bytes a blocked observer's queue must hold
+    (16 MiB, the whole output) over the same loop keeping nothing: what holding that much
+    memory costs by itself, with no runner, no thread and no observer.
+    """
     argv = flood(mib)
-    bare, slow = [], []
-    through_runner(argv, None)  # warm up the page cache and the interpreter
-    for _ in range(runs):
-        bare.append(through_runner(argv, None))
-        slow.append(through_runner(argv, Sleeper()))
-    b, s = statistics.median(bare), statistics.median(slow)
-    ratio = s / b
-    return (
-        f"no stall, {mib} MiB: no observer {b * 1000:.0f} ms, observer sleeping 50 ms per callback "
-        f"{s * 1000:.0f} ms, ratio {ratio:.2f} (target <= 1.05: {'met' if ratio <= 1.05 else 'NOT met'})"
-    )
+    budgets = {**BUDGETS, "whole": mib * MIB}
+    out: dict[str, list[float]] = {}
+    for _ in range(count):
+        none = await through_runner(argv, None)
+        for label, budget in budgets.items():
+            for kind, delay in (("sleeping", 0.05), ("blocked", None)):
+                took = await through_runner(argv, Held(delay), budget)
+                out.setdefault(f"{kind:8} budget {label:6}", []).append(took / none)
+        bare = plain_read(argv)
+        for label in ("16 MiB", "whole"):
+            took = plain_keep(argv, budgets[label])
+            out.setdefault(f"limit: plain loop keeping {label}", []).append(took / bare)
+    return out
 
 
 CLOCK_CHILD = (
@@ -121,7 +191,7 @@ CLOCK_CHILD = (
 )
 
 
-def latency() -> str:
+async def latency() -> tuple[float, float]:
     delays: list[float] = []
 
     def on_output(invocation: int, stream: ShellOutputStream, chunk: bytes) -> None:
@@ -129,92 +199,138 @@ def latency() -> str:
         for line in chunk.split():
             delays.append((now - int(line)) / 1e6)
 
-    async def main() -> None:
-        runner = ShellRunner()
-        await runner.run([sys.executable, "-I", "-c", CLOCK_CHILD], observer=on_output)
-        runner.wait_idle(10)
-
-    anyio.run(main)
+    runner = ShellRunner()
+    await runner.run([sys.executable, "-I", "-c", CLOCK_CHILD], observer=on_output)
+    runner.wait_idle(10)
     delays.sort()
-    p50, p99 = delays[len(delays) // 2], delays[int(len(delays) * 0.99)]
-    return (
-        f"latency, {len(delays)} writes: p50 {p50:.2f} ms, p99 {p99:.2f} ms "
-        f"(target p99 <= 5 ms: {'met' if p99 <= 5 else 'NOT met'})"
-    )
+    return delays[len(delays) // 2], delays[int(len(delays) * 0.99)]
 
 
-def _rss_kib() -> int:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1])
-    return 0
+#: 150,000 short lines, one write each, with a few microseconds between them so that
+#: the draining thread (faster than the child) reads only a line or a few at a time.
+LINES_CHILD = (
+    "import os, time\n"
+    "for i in range(150000):\n"
+    "    os.write(1, b'line %06d\\n' % i)\n"
+    "    end = time.perf_counter() + 5e-6\n"
+    "    while time.perf_counter() < end:\n"
+    "        pass\n"
+)
 
 
-def memory_probe() -> None:
-    """Run in a fresh process: resident size sampled during a 1 GiB child, observer stuck.
+def _proc_self() -> dict[str, int]:
+    status = Path("/proc/self/status").read_text().splitlines()
+    values = {
+        key: int(rest.split()[0])
+        for key, _, rest in (line.partition(":") for line in status)
+        if key in ("VmRSS", "VmHWM")
+    }
+    values["maps"] = len(Path("/proc/self/maps").read_text().splitlines())
+    return values
 
-    The lifetime peak (``ru_maxrss``) would hide the figure behind import-time peaks, so a
-    sampler thread reads the current resident size every millisecond instead.
-    """
-    gate, done = threading.Event(), threading.Event()
-    peak = [0]
 
-    def stuck(invocation: int, stream: ShellOutputStream, chunk: bytes) -> None:
-        gate.wait()
-
-    def sample() -> None:
-        while not done.is_set():
-            peak[0] = max(peak[0], _rss_kib())
-            time.sleep(0.001)
+def memory_probe(case: str) -> None:
+    """In a fresh process: one command with an observer blocked until it has returned."""
+    argv = [sys.executable, "-I", "-c", LINES_CHILD] if case == "lines" else flood(1024)
 
     async def main() -> None:
         runner = ShellRunner()  # cap = budget = 1 MiB per stream
-        await runner.run(flood(1), observer=lambda i, s, c: None)  # warm up threads, imports
-        runner.wait_idle(10)
-        before = _rss_kib()
-        sampler = threading.Thread(target=sample)
-        sampler.start()
-        result = await runner.run(flood(1024), observer=stuck)
-        done.set()
-        sampler.join()
-        gate.set()
-        runner.wait_idle(10)
+        held = Held(None)
+        before = _proc_self()
+        result = await runner.run(argv, observer=held)
+        during = _proc_self()
+        held.released.set()
+        runner.wait_idle(30)
+        assert result.exit_code == 0
         assert result.stdout_truncated
-        print(json.dumps({"before_kib": before, "peak_kib": peak[0]}))
+        grown = during["VmHWM"] - before["VmRSS"]
+        print(json.dumps({"peak_kib": grown, "maps": during["maps"] - before["maps"]}))
 
     anyio.run(main)
 
 
-def memory() -> str:
+def memory(case: str) -> dict[str, int]:
     probe = subprocess.run(
-        [sys.executable, __file__, "--memory-probe"], capture_output=True, text=True, check=True
+        [sys.executable, __file__, "--memory-probe", case],
+        capture_output=True,
+        text=True,
+        check=True,
     )
-    data = json.loads(probe.stdout)
-    grew = (data["peak_kib"] - data["before_kib"]) / 1024
+    data: dict[str, int] = json.loads(probe.stdout)
+    return data
+
+
+def _line(name: str, ratios: list[float]) -> str:
+    median, q1, q3 = summary(ratios)
+    return f"  {name:32} {median:5.2f}  (IQR {q1:.2f}-{q3:.2f}, {len(ratios)} rounds)"
+
+
+def _across(name: str, medians: list[float], target: str, met: bool) -> str:
     return (
-        f"memory, 1 GiB written, observer blocked, budget and cap 1 MiB per stream: peak RSS "
-        f"grew {grew:.1f} MiB (bound: 2 x 1 MiB queued + 1 MiB result + a constant; "
-        f"the output was 1024 MiB)"
+        f"  {name:32} {statistics.median(medians):5.2f}  (runs {min(medians):.2f}-"
+        f"{max(medians):.2f}; target {target}: {'met' if met else 'NOT met'})"
     )
+
+
+async def bench(args: argparse.Namespace) -> None:
+    mib, count = args.mib, args.rounds
+    print(
+        f"seamspec shell-output benchmarks: {args.runs} runs of {count} rounds, "
+        f"{mib} MiB per command, {os.cpu_count()} CPUs",
+        flush=True,
+    )
+    tput: dict[str, list[float]] = {}
+    slow: dict[str, list[float]] = {}
+    for run in range(1, args.runs + 1):
+        print(f"run {run}: throughput / plain 64 KiB loop (higher is better)", flush=True)
+        for name, ratios in (await throughput(count, mib)).items():
+            print(_line(name, ratios), flush=True)
+            tput.setdefault(name, []).append(summary(ratios)[0])
+        print(
+            f"run {run}: wall time / no observer; limits / plain loop (lower is better)",
+            flush=True,
+        )
+        for name, ratios in (await slow_observer(max(count // 3, 4), mib)).items():
+            print(_line(name, ratios), flush=True)
+            slow.setdefault(name, []).append(summary(ratios)[0])
+    print(f"over {args.runs} runs (median of the runs' medians):")
+    for name, medians in tput.items():
+        target = name == "runner + observer"
+        met = statistics.median(medians) >= 0.9
+        line = _across(f"throughput, {name}", medians, ">= 0.9", met)
+        print(line if target else line.split("; target")[0] + ")")
+    for name, medians in slow.items():
+        if name.startswith("limit"):
+            print(_across(name, medians, "none", False).replace("; target none: NOT met", ""))
+        else:
+            print(_across(name, medians, "<= 1.1", statistics.median(medians) <= 1.1))
+    p50, p99 = await latency()
+    print(
+        f"latency, 300 writes 5 ms apart: p50 {p50:.2f} ms, p99 {p99:.2f} ms "
+        f"(target p99 <= 5 ms: {'met' if p99 <= 5 else 'NOT met'})"
+    )
+    bound = 2 * 1024 + 1024  # 2 x budget queued + the 1 MiB result, in KiB
+    for case, label in (("lines", "150,000 short lines"), ("flood", "1 GiB in 1 MiB writes")):
+        data = memory(case)
+        print(
+            f"memory, {label}, observer blocked, budget and cap 1 MiB: peak RSS grew "
+            f"{data['peak_kib'] / 1024:.1f} MiB, {data['maps']} more mappings "
+            f"(bound: {bound // 1024} MiB + a constant: "
+            f"{'met' if data['peak_kib'] <= bound + 2048 else 'NOT met'} with 2 MiB)"
+        )
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--mib", type=int, default=256)
-    parser.add_argument("--memory-probe", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--rounds", type=int, default=24)
+    parser.add_argument("--mib", type=int, default=64)
+    parser.add_argument("--memory-probe", choices=["lines", "flood"], help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.memory_probe:
-        memory_probe()
+        memory_probe(args.memory_probe)
         return 0
-    print(f"seamspec shell-output benchmarks, median of {args.runs} runs", flush=True)
-    for line in (
-        throughput(args.runs, args.mib),
-        no_stall(args.runs, args.mib),
-        latency(),
-        memory(),
-    ):
-        print(line, flush=True)
+    anyio.run(bench, args)
     return 0
 
 

@@ -19,6 +19,7 @@ from seamspec.conformance._core.adapter import Adapter
 from seamspec.conformance._core.errors import AdapterLoadError
 from seamspec.conformance._core.python_adapter import ContractDriver, PythonAdapter
 from seamspec.conformance._core.registry import rooms
+from seamspec.conformance._core.suggest import did_you_mean
 from seamspec.conformance._quality.mutants import all_mutants, mutant_adapter
 
 __all__ = [
@@ -94,16 +95,20 @@ def load_adapter(spec: str) -> Adapter:
     if spec.startswith("mutant:"):
         name = spec.removeprefix("mutant:")
         if name not in all_mutants():
+            guess = did_you_mean(name, all_mutants())
             raise AdapterLoadError(
-                f"--impl {spec!r}: no such mutant; known: {', '.join(sorted(all_mutants()))}"
+                f"--impl {spec!r}: no such mutant"
+                + (f"; {guess}" if guess else "")
+                + f" (known: {', '.join(sorted(all_mutants()))})"
             )
         return mutant_adapter(name)
     target = BUILTIN_ADAPTERS.get(spec, spec)
     module_name, sep, attribute = target.partition(":")
     if not sep or not module_name or not attribute:
+        guess = did_you_mean(spec, BUILTIN_ADAPTERS)
         raise AdapterLoadError(
             f"--impl {spec!r} is neither a built-in name ({', '.join(sorted(BUILTIN_ADAPTERS))}) "
-            "nor of the form package.module:attribute"
+            "nor of the form package.module:attribute" + (f"; {guess}" if guess else "")
         )
     try:
         module = _import_module(module_name)

@@ -1,8 +1,12 @@
 """pytest plugin: every scenario becomes one pytest item, named by its scenario ID.
 
-Collection is off unless ``--seamspec-impl``, ``--seamspec-impl-cmd`` (or ``--seamspec``)
-is given, so installing seamspec never changes an unrelated test run. Because scenarios are ordinary items,
-``-k``, ``--junitxml`` and pytest-xdist's ``-n`` work unchanged.
+Collection is off unless a seamspec option asks for it (``--seamspec``,
+``--seamspec-impl``, ``--seamspec-impl-cmd``, ``--seamspec-scenarios`` or
+``--seamspec-contract``), so installing seamspec never changes an unrelated test run.
+Because scenarios are ordinary items, ``-k``, ``--junitxml`` and pytest-xdist's ``-n``
+work unchanged. Items sit under one node per contract (``seamspec::<contract>::<id>``),
+so pytest's JUnit XML gives them the class name ``seamspec.<contract>``, exactly as
+``seamspec run --junit-xml`` does: a CI that switches between the two keeps its history.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from seamspec.conformance._core.scenario import Scenario, load_scenarios
 from seamspec.conformance._implementations import load_adapter
 from seamspec.conformance._wire.client import WireAdapter
 
-__all__ = ["ScenarioItem", "SeamspecSuite"]
+__all__ = ["ContractGroup", "ScenarioItem", "SeamspecSuite"]
 
 _RUNNER_KEY = pytest.StashKey[Runner]()
 #: Extra time the Runner allows beyond the wire limit, as ``seamspec run --impl-cmd`` does.
@@ -60,10 +64,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         action="append",
         type=Path,
         metavar="PATH",
-        help="scenario files or folders (default: the suite shipped with seamspec)",
+        help="scenario files or folders (default: the suite shipped with seamspec); "
+        "implies --seamspec",
     )
     group.addoption(
-        "--seamspec-contract", action="append", choices=CONTRACTS, help="only this contract"
+        "--seamspec-contract",
+        action="append",
+        choices=CONTRACTS,
+        help="only this contract (repeatable); implies --seamspec",
     )
     group.addoption(
         "--seamspec-timeout",
@@ -79,6 +87,8 @@ def _enabled(config: pytest.Config) -> bool:
         config.getoption("seamspec")
         or config.getoption("seamspec_impl")
         or config.getoption("seamspec_impl_cmd") is not None
+        or config.getoption("seamspec_scenarios")
+        or config.getoption("seamspec_contract")
     )
 
 
@@ -92,11 +102,26 @@ class SeamspecSuite(pytest.Collector):
         except ScenarioError as error:
             raise pytest.UsageError(str(error)) from None
         contracts = config.getoption("seamspec_contract")
-        return [
-            ScenarioItem.from_parent(self, name=s.id, scenario=s)
-            for s in scenarios
-            if not contracts or s.contract in contracts
-        ]
+        groups: dict[str, ContractGroup] = {}
+        items: list[pytest.Item] = []
+        for s in scenarios:
+            if contracts and s.contract not in contracts:
+                continue
+            if s.contract not in groups:
+                groups[s.contract] = ContractGroup.from_parent(self, name=s.contract)
+            items.append(ScenarioItem.from_parent(groups[s.contract], name=s.id, scenario=s))
+        return items
+
+
+class ContractGroup(pytest.Collector):
+    """One contract's scenarios: the middle of ``seamspec::<contract>::<id>``.
+
+    Never collected on its own; it exists so that node IDs, and the JUnit class names
+    pytest derives from them, name the contract.
+    """
+
+    def collect(self) -> list[pytest.Item]:
+        return []
 
 
 class ScenarioItem(pytest.Item):

@@ -19,18 +19,33 @@ from seamspec._cmd_explain import add_explain_parser
 from seamspec._cmd_quality import add_quality_parsers
 from seamspec._cmd_report import add_report_parsers
 from seamspec._cmd_run import add_run_parser
+from seamspec._cmd_schema import add_schema_parsers
 from seamspec._cmd_suite import add_suite_parsers
 from seamspec._journal_cli import add_journal_parser
+from seamspec._output import EXIT_CODES, Parser, error
 from seamspec._wire_cli import add_commands as add_wire_parsers
 from seamspec.conformance import AdapterLoadError, ScenarioError
 
 EXIT_USAGE = 2
 
 
+def _with_exit_codes(parser: argparse.ArgumentParser, command: str | None = None) -> None:
+    """End every command's ``--help`` with its exit codes (and its subcommands' too)."""
+    if command is not None and command in EXIT_CODES:
+        parser.epilog = f"exit codes: {EXIT_CODES[command]}"
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, child in action.choices.items():
+                _with_exit_codes(child, command or name)
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser: argparse.ArgumentParser = Parser(
         prog="seamspec",
         description="Conformance kit for the interception seams of AI coding-agent tool harnesses.",
+        epilog="exit codes (every command): 0 success; 1 the thing checked is wrong "
+        "(a conformance failure, a surviving mutant, an invalid journal); 2 a usage error "
+        "or a malformed input, and nothing was judged. `seamspec COMMAND --help` has details.",
     )
     parser.add_argument("--version", action="version", version=f"seamspec {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -41,6 +56,8 @@ def _parser() -> argparse.ArgumentParser:
     add_quality_parsers(sub)
     add_wire_parsers(sub)
     add_journal_parser(sub)
+    add_schema_parsers(sub)
+    _with_exit_codes(parser)
     return parser
 
 
@@ -49,22 +66,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     # CI logs are not terminals: give tables room instead of rich's 80-column default.
     width = None if sys.stdout.isatty() else 160
     console = Console(highlight=False, soft_wrap=True, width=width)
-    errors = Console(stderr=True, highlight=False)
     try:
         code: int = args.func(args, console)
         return code
-    except ScenarioError as error:
-        for problem in error.problems:
-            print(str(problem), file=sys.stderr)
-        errors.print(
-            f"{len(error.problems)} problem(s) in scenario files; nothing was run. "
-            "Fix them, then check with `seamspec validate`.",
-            style="red",
+    except ScenarioError as problem:
+        for each in problem.problems:
+            error(each, prefix="")
+        error(
+            f"{len(problem.problems)} problem(s) in scenario files; nothing was run. "
+            "Fix them, then check with `seamspec validate`."
         )
         return EXIT_USAGE
-    except AdapterLoadError as error:
-        errors.print(f"error: {error}", style="red", markup=False)
+    except AdapterLoadError as problem:
+        error(problem)
         return EXIT_USAGE
     except KeyboardInterrupt:
-        errors.print("interrupted", style="red")
+        error("interrupted")
         return 130

@@ -10,9 +10,11 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from seamspec._output import error
+from seamspec._progress import Counter
 from seamspec.conformance import catalogue, load_scenarios, rule_coverage
 from seamspec.conformance._core.catalogue import CONTRACTS
-from seamspec.conformance._quality.kill_matrix import MutantOutcome, kill_matrix
+from seamspec.conformance._quality.kill_matrix import MutantOutcome, kill_matrix, mutant_names
 from seamspec.conformance._quality.mutants import all_mutants
 
 __all__ = ["add_quality_parsers", "coverage_problems"]
@@ -20,7 +22,9 @@ __all__ = ["add_quality_parsers", "coverage_problems"]
 
 def add_quality_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     mutants = sub.add_parser("mutants", help="run the suite against every broken implementation")
-    mutants.add_argument("--contract", action="append", choices=CONTRACTS)
+    mutants.add_argument(
+        "--contract", action="append", choices=CONTRACTS, help="only this contract's mutants"
+    )
     mutants.add_argument(
         "--report-json", type=Path, metavar="PATH", help="write the kill matrix as JSON"
     )
@@ -70,12 +74,21 @@ def cmd_mutants(args: argparse.Namespace, console: Console) -> int:
     """Exit 1 if any mutant survives or is caught only by scenarios not citing its rule."""
     scenarios = load_scenarios()
     jobs = args.jobs or os.cpu_count() or 1
+    counter = Counter(len(mutant_names(args.contract)))
+    console.print(
+        f"{counter.total} mutants against {len(scenarios)} scenarios, {jobs} job(s)",
+        highlight=False,
+    )
 
     def progress(outcome: MutantOutcome) -> None:
         style = {"killed": "green", "caught-elsewhere": "yellow", "survived": "red"}[
             outcome.verdict
         ]
-        console.print(f"[{style}]{outcome.verdict:16}[/] {outcome.name}", highlight=False)
+        console.print(
+            f"[dim]{counter.step()}[/] [{style}]{outcome.verdict:16}[/] {outcome.name}"
+            f"  [dim]({counter.eta()})[/]",
+            highlight=False,
+        )
 
     outcomes = kill_matrix(scenarios, contracts=args.contract, jobs=jobs, on_outcome=progress)
     table = Table(
@@ -107,29 +120,58 @@ def cmd_mutants(args: argparse.Namespace, console: Console) -> int:
 def cmd_fuzz(args: argparse.Namespace, console: Console) -> int:
     """Exit 1 when a generated scenario fails (after shrinking), 0 when all pass."""
     from seamspec.conformance import load_adapter
-    from seamspec.conformance._quality.fuzz import fuzz, save_failure, strategies
+    from seamspec.conformance._quality.fuzz import FuzzUnavailable, fuzz, save_failure, strategies
 
-    available = strategies()
+    try:
+        available = strategies()
+    except FuzzUnavailable as problem:
+        error(problem)
+        return 2
+    from hypothesis.errors import Unsatisfiable
+
     contracts = args.contract or list(available)
     adapter = load_adapter(args.impl)
-    failed = 0
+    failed = passed = 0
+    skipped: list[str] = []
     try:
         info = adapter.info()
         for contract in contracts:
             if contract not in available:
-                console.print(f"{contract}: no scenario generator yet; skipped", style="yellow")
+                skipped.append(contract)
+                console.print(f"{contract}: SKIPPED: no scenario generator yet", style="yellow")
                 continue
             if contract not in info.contracts:
+                skipped.append(contract)
                 console.print(
-                    f"{contract}: {info.name} does not declare it; skipped", style="yellow"
+                    f"{contract}: SKIPPED: {info.name} does not declare it", style="yellow"
                 )
                 continue
             console.print(
                 f"{contract}: up to {args.examples} generated scenarios against {info.name}"
             )
-            failure = fuzz(adapter, contract, examples=args.examples, seed=args.seed)
+            judged = _ExampleCounter(console, contract, args.examples)
+            try:
+                failure = fuzz(
+                    adapter, contract, examples=args.examples, seed=args.seed, on_example=judged
+                )
+            except Unsatisfiable:
+                failure = None
+            if failure is None and judged.count == 0:
+                skipped.append(contract)
+                console.print(
+                    f"{contract}: SKIPPED: no generated example needs only the features "
+                    f"{info.name} declares ({', '.join(info.features) or 'none'}); nothing "
+                    "was judged",
+                    style="yellow",
+                )
+                continue
             if failure is None:
-                console.print(f"{contract}: every example passed", style="green")
+                passed += 1
+                console.print(
+                    f"{contract}: every example passed ({judged.count} judged, "
+                    f"{judged.counter.elapsed()})",
+                    style="green",
+                )
                 continue
             failed += 1
             console.print(f"{contract}: FAILED on this shrunk scenario:", style="red")
@@ -143,5 +185,35 @@ def cmd_fuzz(args: argparse.Namespace, console: Console) -> int:
                 )
     finally:
         adapter.close()
-    print(f"{len(contracts) - failed} contract(s) passed, {failed} failed", flush=True)
-    return 1 if failed else 0
+    line = f"{passed} contract(s) passed, {failed} failed"
+    if skipped:
+        line += f", {len(skipped)} skipped ({', '.join(skipped)})"
+    if not passed and not failed:
+        console.print("nothing was fuzzed: every contract was skipped", style="red")
+    print(line, flush=True)
+    return 1 if failed or not passed else 0
+
+
+class _ExampleCounter:
+    """Counts the examples judged for one contract; prints a line at each tenth done.
+
+    hypothesis calls back once per example judged (those it discards for lack of a
+    feature are not counted), and again while it shrinks a failure: past ``examples``
+    the lines stop, since the count no longer says how far the run has come.
+    """
+
+    def __init__(self, console: Console, contract: str, examples: int) -> None:
+        self.console, self.contract, self.examples = console, contract, examples
+        self.every = max(1, examples // 10)
+        self.count = 0
+        self.counter = Counter(examples)
+
+    def __call__(self, count: int) -> None:
+        self.count = count
+        if count % self.every == 0 and count < self.examples:
+            self.counter.done = count
+            self.console.print(
+                f"  {self.contract}: {count}/{self.examples} examples judged ({self.counter.eta()})",
+                highlight=False,
+                style="dim",
+            )

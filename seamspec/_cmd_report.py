@@ -10,6 +10,7 @@ from typing import Any
 import jsonschema
 from rich.console import Console
 
+from seamspec._output import error
 from seamspec.conformance._reports.json_junit import report_schema
 from seamspec.conformance._reports.summaries import badge_json, compare_reports, markdown_summary
 
@@ -29,7 +30,22 @@ def add_report_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser])
         ("badge", "a shields.io endpoint badge JSON"),
     ):
         fmt = formats.add_parser(name, help=helptext)
-        fmt.add_argument("reports", nargs="+", type=Path, metavar="REPORT.json")
+        if name == "badge":  # a badge describes exactly one report
+            fmt.add_argument(
+                "reports",
+                nargs=1,
+                type=Path,
+                metavar="REPORT.json",
+                help="one JSON report (`seamspec run --report-json`)",
+            )
+        else:
+            fmt.add_argument(
+                "reports",
+                nargs="+",
+                type=Path,
+                metavar="REPORT.json",
+                help="JSON reports (`seamspec run --report-json`), one column each",
+            )
         fmt.add_argument(
             "-o", "--output", type=Path, metavar="PATH", help="write here instead of stdout"
         )
@@ -38,8 +54,8 @@ def add_report_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser])
     diff = sub.add_parser(
         "diff", help="what changed between two JSON reports, scenario by scenario"
     )
-    diff.add_argument("old", type=Path, metavar="OLD.json")
-    diff.add_argument("new", type=Path, metavar="NEW.json")
+    diff.add_argument("old", type=Path, metavar="OLD.json", help="the earlier JSON report")
+    diff.add_argument("new", type=Path, metavar="NEW.json", help="the later JSON report")
     diff.set_defaults(func=cmd_diff)
 
 
@@ -74,15 +90,12 @@ def _emit(text: str, output: Path | None, console: Console) -> None:
 def cmd_report(args: argparse.Namespace, console: Console) -> int:
     try:
         reports = [read_report(p) for p in args.reports]
-    except ReportError as error:
-        console.print(f"error: {error}", style="red", markup=False)
+    except ReportError as problem:
+        error(problem)
         return 2
     if args.format == "markdown":
         _emit(markdown_summary(reports), args.output, console)
     elif args.format == "badge":
-        if len(reports) != 1:
-            console.print("error: a badge describes one report", style="red")
-            return 2
         _emit(json.dumps(badge_json(reports[0]), indent=2) + "\n", args.output, console)
     else:
         from seamspec.conformance._reports.html import html_report
@@ -95,8 +108,8 @@ def cmd_diff(args: argparse.Namespace, console: Console) -> int:
     """Exit 1 when anything got worse (newly failing), so a CI can gate on it."""
     try:
         old, new = read_report(args.old), read_report(args.new)
-    except ReportError as error:
-        console.print(f"error: {error}", style="red", markup=False)
+    except ReportError as problem:
+        error(problem)
         return 2
     changes = compare_reports(old, new)
     styles = {

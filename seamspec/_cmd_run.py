@@ -14,6 +14,8 @@ from pathlib import Path
 from rich.console import Console
 
 from seamspec import __version__
+from seamspec._output import error
+from seamspec._run_output import NORMAL, QUIET, VERBOSE, ResultPrinter, print_problems
 from seamspec._wire_cli import (
     AdapterSpec,
     adapter_from_spec,
@@ -27,6 +29,7 @@ from seamspec.conformance import (
     RunResult,
     Scenario,
     ScenarioResult,
+    load_adapter,
     load_scenarios,
     summary_line,
     to_json_report,
@@ -39,14 +42,6 @@ from seamspec.conformance._core.manifest import ExpectedFailure, load_manifest, 
 __all__ = ["add_run_parser", "cmd_run"]
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
-_STYLE = {
-    "pass": "green",
-    "fail": "red",
-    "error": "magenta",
-    "skip": "yellow",
-    "xfail": "cyan",
-    "xpass": "red",
-}
 
 
 def add_run_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -111,8 +106,19 @@ def add_run_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
         metavar="N",
         help="run scenarios in N worker processes (0: one per CPU)",
     )
-    run.add_argument(
-        "-q", "--quiet", action="store_true", help="print only failures and the summary"
+    talk = run.add_mutually_exclusive_group()
+    talk.add_argument(
+        "-q",
+        "--quiet",
+        action="store_true",
+        help="print only the problems, the verdict and the summary",
+    )
+    talk.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="also list every skipped scenario with its reason (by default skips are "
+        "counted, one line per reason)",
     )
     add_wire_run_options(run, impl)
     run.set_defaults(func=cmd_run)
@@ -136,70 +142,33 @@ def select(
     return chosen
 
 
-class _Printer:
-    """One line per scenario with a [done/total] counter, so long runs show progress."""
-
-    def __init__(self, console: Console, total: int, quiet: bool) -> None:
-        self.console, self.total, self.quiet, self.done = console, total, quiet, 0
-
-    def __call__(self, result: ScenarioResult) -> None:
-        self.done += 1
-        if self.quiet and result.status in ("pass", "skip", "xfail"):
-            return
-        if result.is_warning:
-            status, style = "WARN", "yellow"
-        elif result.is_recommendation:
-            status, style = "RECO", "cyan"
-        else:
-            status, style = result.status.upper(), _STYLE.get(result.status, "white")
-        width = len(str(self.total))
-        self.console.print(
-            f"[dim][{self.done:>{width}}/{self.total}][/] [{style}]{status:5}[/] {result.scenario.id}"
-            f"  [dim]{result.duration * 1000:.0f} ms[/]",
-            highlight=False,
-        )
-
-
-def _print_problems(console: Console, result: RunResult) -> None:
-    bad = [r for r in result.results if r.status in ("fail", "error", "xpass")]
-    if not bad:
-        return
-    console.rule("problems")
-    for r in bad:
-        label = (
-            "warning (SHOULD)"
-            if r.is_warning
-            else "recommendation (counts under --profile strict)"
-            if r.is_recommendation
-            else r.status
-        )
-        console.print(
-            f"[bold]{r.scenario.id}[/] ({label}) rules {', '.join(r.scenario.rules)}",
-            highlight=False,
-        )
-        console.print(f"  [dim]{r.scenario.source}[/]", highlight=False)
-        for line in r.detail.splitlines() or ["(no detail)"]:
-            console.print(f"  {line}", highlight=False, markup=False)
-
-
 # -- parallel runs: a process pool, one adapter per worker process --------------------
 _WORKER: Runner | None = None
 
 
-def _init_worker(
+def _init_worker(  # noqa: PLR0917 - ProcessPoolExecutor passes initargs by position
     spec: AdapterSpec,
     timeout: float,
     expected: dict[str, ExpectedFailure],
     strict: bool,
     profile: Profile,
+    compare: bool,
 ) -> None:
     global _WORKER  # noqa: PLW0603 - one runner per worker process, by design
     adapter = adapter_from_spec(spec)
     # Pool workers leave through multiprocessing's exit path, which runs these finalizers
     # (not atexit): the adapter's child implementation, if any, is stopped and reaped.
     multiprocessing.util.Finalize(adapter, adapter.close, exitpriority=10)
+    reference = load_adapter("reference") if compare else None
+    if reference is not None:
+        multiprocessing.util.Finalize(reference, reference.close, exitpriority=10)
     _WORKER = Runner(
-        adapter, timeout=timeout, expected_failures=expected, strict=strict, profile=profile
+        adapter,
+        timeout=timeout,
+        expected_failures=expected,
+        strict=strict,
+        profile=profile,
+        compare_with=reference,
     )
 
 
@@ -227,7 +196,14 @@ def _run_parallel(
     with ProcessPoolExecutor(
         max_workers=jobs,
         initializer=_init_worker,
-        initargs=(adapter_spec(args), runner_timeout(args), expected, args.strict, args.profile),
+        initargs=(
+            adapter_spec(args),
+            runner_timeout(args),
+            expected,
+            args.strict,
+            args.profile,
+            runner.compare_with is not None,
+        ),
     ) as pool:
         futures = [pool.submit(_run_in_worker, s) for s in chosen]
         for future in as_completed(futures):
@@ -248,7 +224,7 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
     scenarios = load_scenarios(args.scenarios)
     chosen = select(scenarios, args.contract, args.pattern)
     if not chosen:
-        console.print("no scenario matches the selection (check --contract and -k)", style="red")
+        error("no scenario matches the selection (check --contract and -k)")
         return EXIT_USAGE
     expected = load_manifest(args.expect, [s.id for s in scenarios]) if args.expect else {}
     adapter = make_adapter(args)
@@ -260,16 +236,25 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
         failures += result.is_failure or result.status == "error"
         return limit is not None and failures >= limit
 
+    verbosity = QUIET if args.quiet else VERBOSE if args.verbose else NORMAL
+    # Failures keep the reference's trace of the same scenario, drawn beside the failing
+    # one in the HTML report. Not when judging the reference itself.
+    judging_reference = getattr(args, "impl_cmd", None) is None and args.impl in (
+        "reference",
+        "reference-asyncio",
+    )
+    reference = None if judging_reference else load_adapter("reference")
     try:
         info = adapter.info()
-        console.print(
-            f"seamspec {__version__}: {len(chosen)} scenarios against {info.name} {info.version} "
-            f"({info.language}; contracts: {', '.join(info.contracts) or 'none'}; "
-            f"profile {args.profile})"
-            + (f"; {args.jobs or os.cpu_count()} jobs" if args.jobs != 1 else ""),
-            highlight=False,
-        )
-        printer = _Printer(console, len(chosen), args.quiet)
+        if verbosity != QUIET:
+            console.print(
+                f"seamspec {__version__}: {len(chosen)} scenarios against {info.name} "
+                f"{info.version} ({info.language}; contracts: "
+                f"{', '.join(info.contracts) or 'none'}; profile {args.profile})"
+                + (f"; {args.jobs or os.cpu_count()} jobs" if args.jobs != 1 else ""),
+                highlight=False,
+            )
+        printer = ResultPrinter(console, chosen, info, verbosity)
         runner = Runner(
             adapter,
             timeout=runner_timeout(args),
@@ -277,6 +262,7 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
             expected_failures=expected,
             strict=args.strict,
             profile=args.profile,
+            compare_with=reference,
         )
         if args.jobs != 1:
             result = _run_parallel(
@@ -284,20 +270,26 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
             )
         else:
             result = runner.run(chosen, stop=stop)
+        printer.finish()
     finally:
         adapter.close()
-    _print_problems(console, result)
+        if reference is not None:
+            reference.close()
+    print_problems(console, result)
     report = to_json_report(result)
     if args.report_json:
         write_json_report(result, args.report_json)
-        console.print(f"JSON report: {args.report_json}", highlight=False)
+        if verbosity != QUIET:
+            console.print(f"JSON report: {args.report_json}", highlight=False)
     if args.junit_xml:
         write_junit_xml(report, args.junit_xml)
-        console.print(f"JUnit XML: {args.junit_xml}", highlight=False)
+        if verbosity != QUIET:
+            console.print(f"JUnit XML: {args.junit_xml}", highlight=False)
     if args.write_manifest:
         args.write_manifest.parent.mkdir(parents=True, exist_ok=True)
         args.write_manifest.write_text(manifest_text(report), encoding="utf-8")
-        console.print(f"manifest of today's failures: {args.write_manifest}", highlight=False)
+        if verbosity != QUIET:
+            console.print(f"manifest of today's failures: {args.write_manifest}", highlight=False)
     summary = result.summary()
     if summary["warnings"]:
         console.print(

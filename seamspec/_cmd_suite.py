@@ -25,7 +25,13 @@ __all__ = ["add_suite_parsers"]
 
 def add_suite_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     validate = sub.add_parser("validate", help="check scenario files without running anything")
-    validate.add_argument("paths", nargs="*", type=Path, metavar="PATH")
+    validate.add_argument(
+        "paths",
+        nargs="*",
+        type=Path,
+        metavar="PATH",
+        help="scenario files or folders (default: the suite shipped with seamspec)",
+    )
     validate.set_defaults(func=cmd_validate)
 
     rules = sub.add_parser("rules", help="list the rules and the scenarios that cite them")
@@ -37,8 +43,15 @@ def add_suite_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
         action="store_true",
         help="print the docs' rules table (the docs are checked against it)",
     )
-    rules.add_argument("--contract", choices=CONTRACTS)
-    rules.add_argument("--scenarios", action="append", type=Path, metavar="PATH")
+    rules.add_argument("--contract", choices=CONTRACTS, help="only this contract's rules")
+    rules.add_argument(
+        "--scenarios",
+        action="append",
+        type=Path,
+        metavar="PATH",
+        help="count citations in these scenario files or folders (repeatable; default: the "
+        "shipped suite)",
+    )
     rules.add_argument(
         "--coverage",
         action="store_true",

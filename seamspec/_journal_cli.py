@@ -35,12 +35,28 @@ def add_journal_parser(subparsers: Any) -> None:
     actions = journal.add_subparsers(dest="journal_command", required=True, metavar="ACTION")
 
     keygen = actions.add_parser("keygen", help="create an Ed25519 key pair for a journal")
-    keygen.add_argument("--private-key", type=Path, default=Path("dispatch-journal.key"))
-    keygen.add_argument("--public-key", type=Path, default=Path("dispatch-journal.pub"))
+    keygen.add_argument(
+        "--private-key",
+        type=Path,
+        default=Path("dispatch-journal.key"),
+        help="where to write the private key (only the signer reads it)",
+    )
+    keygen.add_argument(
+        "--public-key",
+        type=Path,
+        default=Path("dispatch-journal.pub"),
+        help="where to write the public key (for `journal verify`)",
+    )
 
     verify = actions.add_parser("verify", help="check every signature and the hash chain")
-    verify.add_argument("journal", type=Path, metavar="JOURNAL")
-    verify.add_argument("--public-key", type=Path, required=True, metavar="KEY")
+    verify.add_argument("journal", type=Path, metavar="JOURNAL", help="the journal file")
+    verify.add_argument(
+        "--public-key",
+        type=Path,
+        required=True,
+        metavar="KEY",
+        help="the journal's public key (required)",
+    )
     verify.add_argument(
         "--expect-entries",
         type=int,
@@ -54,7 +70,7 @@ def add_journal_parser(subparsers: Any) -> None:
     verify.add_argument("--json", action="store_true", help="print the result as JSON")
 
     show = actions.add_parser("show", help="print the entries (does not verify them)")
-    show.add_argument("journal", type=Path, metavar="JOURNAL")
+    show.add_argument("journal", type=Path, metavar="JOURNAL", help="the journal file")
     show.add_argument("--json", action="store_true", help="one JSON object per entry")
 
 

@@ -82,14 +82,26 @@ def add_commands(sub: Any) -> None:
         "serve-reference",
         help="serve the reference implementation over the wire protocol on stdin/stdout",
     )
-    serve.add_argument("--backend", choices=("asyncio", "trio"), default="asyncio")
+    serve.add_argument(
+        "--backend",
+        choices=("asyncio", "trio"),
+        default="asyncio",
+        help="the event loop the reference runs on",
+    )
     serve.set_defaults(func=cmd_serve_reference)
     smoke = sub.add_parser(
         "smoke",
         help="check a new wire implementation: handshake, one scenario per contract, clean stop",
     )
-    smoke.add_argument("--impl-cmd", required=True, metavar="COMMAND")
-    smoke.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS")
+    smoke.add_argument(
+        "--impl-cmd",
+        required=True,
+        metavar="COMMAND",
+        help="the command that starts the implementation (required)",
+    )
+    smoke.add_argument(
+        "--timeout", type=float, default=60.0, metavar="SECONDS", help="time limit for one scenario"
+    )
     _add_wire_options(smoke)
     smoke.set_defaults(func=cmd_smoke)
 

@@ -86,7 +86,7 @@ def test_selection_by_pattern_and_contract(capsys: pytest.CaptureFixture[str]) -
 
 def test_selection_matching_nothing_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["run", "-k", "no-such-scenario-anywhere"]) == 2
-    assert "no scenario matches" in capsys.readouterr().out
+    assert "no scenario matches" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(

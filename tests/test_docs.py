@@ -69,5 +69,6 @@ def test_every_path_on_the_architecture_page_exists() -> None:
             "reference_adapter.py",
             "mutants.py",
             "strategies.py",
+            "timeline.py",
         ):
             assert (repo / "conformance" / "_contracts" / room / part).exists(), (room, part)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -44,4 +45,37 @@ def test_mutants_command_writes_the_matrix(
     rows = json.loads(out.read_text())
     assert rows
     assert all(row["verdict"] == "killed" for row in rows)
-    assert capsys.readouterr().out.strip().splitlines()[-1] == f"{len(rows)} killed, 0 survived"
+    printed = capsys.readouterr().out.strip().splitlines()
+    assert printed[-1] == f"{len(rows)} killed, 0 survived"
+    # progress: one line per mutant as it finishes, counted, with an estimate of the rest
+    progress = [line for line in printed if re.match(r"^\[\s*\d+/\d+\] ", line)]
+    assert [int(line[1:].split("/")[0]) for line in progress] == list(range(1, len(rows) + 1))
+    assert all("(ETA " in line for line in progress[:-1])
+    assert progress[-1].endswith("(done)")
+    named = {re.split(r"\s+", line.split("] ", 1)[1])[1] for line in progress}
+    assert named == {row["mutant"] for row in rows}
+
+
+def test_fuzz_never_reports_a_skipped_contract_as_passed(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The mutant declares only write-observer-chain: shell-output is skipped, not passed,
+    and a run that fuzzed nothing fails."""
+    args = ["fuzz", "--impl", "mutant:woc-after-reversed", "--examples", "5", "--seed", "1"]
+    assert main([*args, "--contract", "shell-output"]) == 1
+    out = capsys.readouterr().out
+    assert "shell-output: SKIPPED" in out
+    assert "nothing was fuzzed" in out
+    assert (
+        out.strip().splitlines()[-1] == "0 contract(s) passed, 0 failed, 1 skipped (shell-output)"
+    )
+
+
+def test_fuzz_shows_examples_judged_per_contract(capsys: pytest.CaptureFixture[str]) -> None:
+    args = ["fuzz", "--contract", "dispatch-recorder", "--examples", "20", "--seed", "3"]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    progress = re.findall(r"dispatch-recorder: (\d+)/20 examples judged \(ETA [^)]+\)", out)
+    assert [int(n) for n in progress] == list(range(2, 20, 2))
+    assert "dispatch-recorder: every example passed (20 judged" in out
+    assert out.strip().splitlines()[-1] == "1 contract(s) passed, 0 failed"

@@ -124,7 +124,7 @@ def test_diff_rejects_a_file_that_is_not_a_report(
     bogus = tmp_path / "x.json"
     bogus.write_text('{"hello": 1}')
     assert main(["diff", str(bogus), str(bogus)]) == 2
-    assert "not a seamspec JSON report" in capsys.readouterr().out
+    assert "not a seamspec JSON report" in capsys.readouterr().err
 
 
 def test_every_format_agrees_on_the_counts(

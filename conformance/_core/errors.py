@@ -35,7 +35,8 @@ class Problem:
     def __str__(self) -> str:
         where = f"{self.file}:{self.line}" if self.line is not None else self.file
         text = f"{where}: {self.message}"
-        return f"{text}\n    hint: {self.hint}" if self.hint else text
+        # One line per problem: editors, CI annotations and grep read file:line: text.
+        return f"{text} (hint: {self.hint})" if self.hint else text
 
 
 class ScenarioError(SeamspecError, ValueError):

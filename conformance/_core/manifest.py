@@ -19,6 +19,7 @@ import yaml
 
 from seamspec.conformance._core.errors import Problem, ScenarioError
 from seamspec.conformance._core.scenario import scenario_schema
+from seamspec.conformance._core.suggest import did_you_mean
 from seamspec.conformance._core.yaml_loader import YamlProblem, load_yaml
 
 __all__ = ["ExpectedFailure", "load_manifest", "manifest_text"]
@@ -84,11 +85,13 @@ def load_manifest(
         known = set(known_scenarios)
         for scenario_id in entries:
             if scenario_id not in known:
+                guess = did_you_mean(scenario_id, known)
                 problems.append(
                     Problem(
                         file,
                         loaded.line_of(("expected_failures", scenario_id)),
-                        f"manifest names unknown scenario {scenario_id!r}",
+                        f"manifest names unknown scenario {scenario_id!r}"
+                        + (f"; {guess}" if guess else ""),
                         "remove the entry, or fix the ID (scenario IDs are listed by `seamspec run -k`)",
                     )
                 )

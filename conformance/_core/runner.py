@@ -73,6 +73,9 @@ class ScenarioResult:
     expected_failure: ExpectedFailure | None = None
     #: The profile the run judged by; findings outside it are recommendations.
     profile: Profile = "upstream"
+    #: For a failure: another implementation's trace of the same scenario (the
+    #: reference's, when the runner was given one to compare with), for pictures.
+    expected_trace: Trace | None = None
 
     @property
     def counted(self) -> list[Finding]:
@@ -256,7 +259,11 @@ class Runner:
         expected_failures: dict[str, ExpectedFailure] | None = None,
         strict: bool = False,
         profile: Profile = "upstream",
+        compare_with: Adapter | None = None,
     ) -> None:
+        """``compare_with``: an implementation (in practice the reference) whose trace of
+        each failing scenario is kept next to the failing one, so that reports can draw
+        what was expected beside what was observed. It is never judged."""
         if profile not in PROFILES:
             raise ValueError(f"profile must be one of {', '.join(PROFILES)}, not {profile!r}")
         self.adapter = adapter
@@ -265,6 +272,7 @@ class Runner:
         self.expected_failures = expected_failures or {}
         self.strict = strict
         self.profile = profile
+        self.compare_with = compare_with
         self.info = adapter.info()
 
     def run(
@@ -324,14 +332,26 @@ class Runner:
         if not findings:
             return ScenarioResult(scenario, "pass", "", [], duration, trace)
         detail = "\n".join(f"[{f.rule or 'then'}] {f.message}" for f in findings)
-        return ScenarioResult(scenario, "fail", detail, findings, duration, trace)
+        result = ScenarioResult(scenario, "fail", detail, findings, duration, trace)
+        result.expected_trace = self._comparison_trace(scenario)
+        return result
 
-    def _call_adapter(self, scenario: Scenario) -> object:
+    def _comparison_trace(self, scenario: Scenario) -> Trace | None:
+        """The comparison implementation's trace, or None if it has none to give."""
+        if self.compare_with is None:
+            return None
+        try:
+            return _validate_trace(self._call_adapter(scenario, self.compare_with))
+        except (Unsupported, ImplementationError):
+            return None
+
+    def _call_adapter(self, scenario: Scenario, adapter: Adapter | None = None) -> object:
         box: dict[str, Any] = {}
+        chosen = adapter or self.adapter
 
         def target() -> None:
             try:
-                box["trace"] = self.adapter.run(scenario.request())
+                box["trace"] = chosen.run(scenario.request())
             except BaseException as error:  # reported to the main thread, never lost
                 box["error"] = error
                 box["tb"] = traceback.format_exc()

@@ -18,15 +18,17 @@ from typing import Any
 
 import jsonschema
 from jsonschema.exceptions import ValidationError, best_match
-from referencing import Registry, Resource
 
 from seamspec.conformance._core.catalogue import CONTRACTS, Contract, Profile, catalogue
 from seamspec.conformance._core.errors import Problem, ScenarioError
 from seamspec.conformance._core.registry import contract_linters, room
+from seamspec.conformance._core.suggest import did_you_mean
 from seamspec.conformance._core.yaml_loader import LoadedYaml, YamlProblem, load_yaml
 
 __all__ = [
+    "SCHEMA_ID",
     "Scenario",
+    "contract_scenario_schema",
     "contract_schema",
     "default_scenario_root",
     "load_scenarios",
@@ -61,45 +63,93 @@ class Scenario:
         return {"id": self.id, "contract": self.contract, "given": self.given, "when": self.when}
 
 
+#: The schemas' identifiers: names, not addresses. Nothing is ever fetched: every ``$ref``
+#: in a composed schema is a JSON pointer into the same document, so one written file is
+#: all an editor or validator needs, offline.
+SCHEMA_ID = "urn:seamspec:schema:scenario"
+
+
 @cache
 def scenario_schema() -> dict[str, Any]:
     """The whole scenario schema: the generic shape plus one branch per contract.
 
     The shipped ``scenario.schema.json`` names no contract; the contract names, ID and
-    rule prefixes, features and the ``$ref`` to each contract's own ``schema.json`` are
-    filled in from the registry and the catalogue, so a new contract needs no edit here.
+    rule prefixes, features and each contract's own ``schema.json`` are filled in from
+    the registry and the catalogue, so a new contract needs no edit here. The result is
+    self-contained (each room's schema is embedded under ``$defs/<contract>``): the kit
+    validates with exactly what ``seamspec schema`` writes for editors.
     """
+    return _compose(list(CONTRACTS), SCHEMA_ID)
+
+
+@cache
+def contract_scenario_schema(contract: str) -> dict[str, Any]:
+    """The scenario schema for one contract only: what an editor wants for one file.
+
+    Same rules as :func:`scenario_schema`, with ``contract`` fixed, so completion offers
+    only that contract's vocabulary. KeyError for an unknown contract.
+    """
+    if contract not in CONTRACTS:
+        raise KeyError(contract)
+    return _compose([contract], f"{SCHEMA_ID}:{contract}")
+
+
+def _compose(names: list[str], schema_id: str) -> dict[str, Any]:
     schema = copy.deepcopy(_schema_file("scenario.schema.json"))
-    contracts = [catalogue().contracts[name] for name in CONTRACTS]
+    schema["$id"] = schema_id
+    contracts = [catalogue().contracts[name] for name in names]
     properties = schema["properties"]
     scenario_prefixes = "|".join(c.scenario_prefix for c in contracts)
     properties["id"]["pattern"] = f"^({scenario_prefixes})-[a-z0-9]+(-[a-z0-9]+)*$"
-    properties["contract"] = {"enum": list(CONTRACTS)}
+    properties["contract"] = {
+        "enum": list(names),
+        "description": "the contract this scenario tests",
+    }
     rule_prefixes = "|".join(c.prefix for c in contracts)
     properties["rules"]["items"]["pattern"] = f"^({rule_prefixes})-[A-Z0-9]+(-[A-Z0-9]+)*$"
     properties["requires"]["items"] = {"enum": [f.name for c in contracts for f in c.features]}
+    if len(contracts) == 1:
+        properties["contract"]["default"] = names[0]
+    schema["$defs"] = {c.name: _embedded(c.name) for c in contracts}
     schema["allOf"] = [_contract_branch(c) for c in contracts]
     return schema
 
 
+def _embedded(contract: str) -> dict[str, Any]:
+    """A room's schema as a ``$defs`` entry: no ``$id`` of its own, local refs re-rooted."""
+    part = contract_schema(contract)
+    part.pop("$schema", None)
+    part.pop("$id", None)
+    rerooted: dict[str, Any] = _reroot(part, f"#/$defs/{contract}")
+    return rerooted
+
+
+def _reroot(node: Any, root: str) -> Any:
+    if isinstance(node, dict):
+        out = {k: _reroot(v, root) for k, v in node.items()}
+        ref = out.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#"):
+            out["$ref"] = root + ref[1:]
+        return out
+    if isinstance(node, list):
+        return [_reroot(item, root) for item in node]
+    return node
+
+
 def _contract_branch(contract: Contract) -> dict[str, Any]:
-    part = _contract_schema_uri(contract.name)
+    part = f"#/$defs/{contract.name}/$defs"
     return {
         "if": {"properties": {"contract": {"const": contract.name}}, "required": ["contract"]},
         "then": {
             "properties": {
                 "id": {"pattern": f"^{contract.scenario_prefix}-"},
                 "rules": {"items": {"pattern": f"^{contract.prefix}-"}},
-                "given": {"$ref": f"{part}#/$defs/given"},
-                "when": {"items": {"$ref": f"{part}#/$defs/step"}},
-                "then": {"$ref": f"{part}#/$defs/then"},
+                "given": {"$ref": f"{part}/given"},
+                "when": {"items": {"$ref": f"{part}/step"}},
+                "then": {"$ref": f"{part}/then"},
             }
         },
     }
-
-
-def _contract_schema_uri(contract: str) -> str:
-    return f"https://seamspec.invalid/schemas/{contract}.schema.json"
 
 
 def _schema_file(name: str) -> dict[str, Any]:
@@ -117,13 +167,8 @@ def contract_schema(contract: str) -> dict[str, Any]:
 
 @cache
 def _validator() -> jsonschema.Draft202012Validator:
-    """The scenario schema plus each contract's part, resolvable by its ``$id``."""
-    registry: Registry[Any] = Registry()
-    for contract in CONTRACTS:
-        registry = registry.with_resource(
-            _contract_schema_uri(contract), Resource.from_contents(contract_schema(contract))
-        )
-    return jsonschema.Draft202012Validator(scenario_schema(), registry=registry)
+    """The composed scenario schema; every reference in it is local."""
+    return jsonschema.Draft202012Validator(scenario_schema())
 
 
 def default_scenario_root() -> Path:
@@ -159,9 +204,13 @@ def _schema_problems(file: str, loaded: LoadedYaml) -> list[Problem]:
             extra = sorted(set(error.instance) - allowed)
             if extra:
                 line = loaded.line_of(path + (f"<{extra[0]}>",)) or line
-                message = f"unknown key {extra[0]!r}" + (
-                    f" (allowed: {', '.join(sorted(allowed))})" if allowed else ""
-                )
+                guess = did_you_mean(extra[0], allowed)
+                message = f"unknown key {extra[0]!r}" + (f"; {guess}" if guess else "")
+                message += f" (allowed: {', '.join(sorted(allowed))})" if allowed else ""
+        elif error.validator == "enum" and isinstance(error.validator_value, list):
+            guess = did_you_mean(str(error.instance), [str(v) for v in error.validator_value])
+            if guess:
+                message = f"{message}; {guess}"
         elif error.validator == "required":
             message = error.message.replace("is a required property", "is missing (required)")
         problems.append(Problem(file, line, f"at {where}: {message}", _hint(error)))
@@ -196,8 +245,11 @@ def _most_specific(error: ValidationError) -> ValidationError:
         if required and not meant:
             keys = sorted(error.instance) if isinstance(error.instance, dict) else []
             unknown = [k for k in keys if k not in required and k != "note"]
+            guess = did_you_mean(unknown[0], required) if unknown else ""
             error.message = (
-                f"unknown key {unknown[0]!r}" if unknown else "this entry matches no allowed form"
+                f"unknown key {unknown[0]!r}" + (f"; {guess}" if guess else "")
+                if unknown
+                else "this entry matches no allowed form"
             ) + f" (expected one of: {', '.join(required)})"
             error.validator = "oneOf"
         break
@@ -208,9 +260,7 @@ def _hint(error: ValidationError) -> str:
     if error.validator == "enum":
         return "use one of the listed values"
     if error.validator == "additionalProperties":
-        return (
-            "check the spelling; the schema is in seamspec/conformance/schemas/scenario.schema.json"
-        )
+        return "check the spelling; `seamspec schema` prints the whole schema"
     if error.validator == "type":
         return "YAML turned the value into another type; quote it if it should be a string"
     return ""
@@ -226,15 +276,13 @@ def _catalogue_problems(file: str, loaded: LoadedYaml) -> list[Problem]:
         line = loaded.line_of(("rules", index))
         if rule_id not in rules:
             known = [r.id for r in rules.rules_of(data.get("contract", ""))]
-            close = [k for k in known if k.split("-")[1:2] == rule_id.split("-")[1:2]]
+            guess = did_you_mean(rule_id, known or [r.id for r in rules])
             problems.append(
                 Problem(
                     file,
                     line,
-                    f"unknown rule ID {rule_id!r}",
-                    f"did you mean {', '.join(close)}?"
-                    if close
-                    else "run `seamspec rules` to list the rules",
+                    f"unknown rule ID {rule_id!r}" + (f"; {guess}" if guess else ""),
+                    "run `seamspec rules` to list the rules",
                 )
             )
         elif rules[rule_id].contract != data.get("contract"):

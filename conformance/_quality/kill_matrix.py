@@ -9,7 +9,7 @@ the rule's own scenarios are not sharp enough.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,7 +18,7 @@ from seamspec.conformance._core.runner import Runner
 from seamspec.conformance._core.scenario import Scenario
 from seamspec.conformance._quality.mutants import all_mutants, mutant_adapter
 
-__all__ = ["MutantOutcome", "kill_matrix"]
+__all__ = ["MutantOutcome", "kill_matrix", "mutant_names"]
 
 
 @dataclass
@@ -74,6 +74,16 @@ def _judge_one(name: str, scenarios: list[Scenario]) -> MutantOutcome:
     return outcome
 
 
+def mutant_names(contracts: Iterable[str] | None = None) -> list[str]:
+    """The mutants ``kill_matrix`` runs for ``contracts`` (all when None), in name order."""
+    wanted = set(contracts) if contracts else None
+    return [
+        name
+        for name, mutant in sorted(all_mutants().items())
+        if wanted is None or catalogue()[mutant.rule].contract in wanted
+    ]
+
+
 def kill_matrix(
     scenarios: list[Scenario],
     *,
@@ -81,12 +91,7 @@ def kill_matrix(
     jobs: int = 1,
     on_outcome: Callable[[MutantOutcome], None] | None = None,
 ) -> list[MutantOutcome]:
-    wanted = set(contracts) if contracts else None
-    names = [
-        name
-        for name, mutant in sorted(all_mutants().items())
-        if wanted is None or catalogue()[mutant.rule].contract in wanted
-    ]
+    names = mutant_names(contracts)
     outcomes: list[MutantOutcome] = []
     if jobs == 1:
         for name in names:
@@ -95,9 +100,12 @@ def kill_matrix(
             if on_outcome:
                 on_outcome(outcome)
         return outcomes
+    # Reported as each mutant finishes (so progress is steady), returned in name order.
     with ProcessPoolExecutor(max_workers=jobs) as pool:
-        for outcome in pool.map(_judge_one, names, [scenarios] * len(names)):
+        futures = [pool.submit(_judge_one, name, scenarios) for name in names]
+        for future in as_completed(futures):
+            outcome = future.result()
             outcomes.append(outcome)
             if on_outcome:
                 on_outcome(outcome)
-    return outcomes
+    return sorted(outcomes, key=lambda o: names.index(o.name))

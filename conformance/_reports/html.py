@@ -1,7 +1,9 @@
 """The HTML report: one self-contained page (no network), built from JSON reports only.
 
 It answers, at a glance, which implementation meets which rule: a compliance matrix by
-rule and by scenario, per-contract summaries, and every failure with its detail.
+rule and by scenario, per-contract summaries, and every failure with its findings (an
+expected-versus-observed diff with whitespace drawn) and its trace drawn as lanes beside
+the reference's (``html_failures``). No absolute path of the machine that ran it appears.
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ from html import escape
 from typing import Any
 
 from seamspec.conformance._core.catalogue import Rule, catalogue
+from seamspec.conformance._reports.html_failures import CSS as FAILURE_CSS
+from seamspec.conformance._reports.html_failures import failure_html, scrub_paths
 from seamspec.conformance._reports.json_junit import verdict_word
 
 __all__ = ["html_report"]
@@ -80,7 +84,7 @@ def html_report(reports: list[dict[str, Any]]) -> str:
     out: list[str] = [
         "<!DOCTYPE html><html lang=en><head><meta charset=utf-8>",
         "<title>seamspec compliance report</title>",
-        f"<style>{_CSS}</style></head><body>",
+        f"<style>{_CSS}{FAILURE_CSS}</style></head><body>",
         "<h1>seamspec compliance report</h1>",
         f"<p>kit {escape(reports[0]['kit']['version'])}, rule catalogue {escape(reports[0]['spec_version'])}, "
         f"generated {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC from {len(reports)} report(s).</p>",
@@ -154,7 +158,11 @@ def html_report(reports: list[dict[str, Any]]) -> str:
         )
         for results in by_impl:
             result = results.get(sid)
-            out.append(_cell(_status(result), result["detail"][:300]) if result else _cell("none"))
+            out.append(
+                _cell(_status(result), scrub_paths(result["detail"][:300]))
+                if result
+                else _cell("none")
+            )
         out.append("</tr>")
     out.append("</table>")
 
@@ -168,13 +176,8 @@ def html_report(reports: list[dict[str, Any]]) -> str:
     for sid in sorted(grouped):
         for name, result in grouped[sid]:
             failures += 1
-            rules = ", ".join(result["broken_rules"] or result["rules"])
-            out.append(
-                f'<div class="failure" id="f-{escape(sid)}"><h3><code>{escape(sid)}</code> on {escape(name)}: '
-                f"{_LABEL.get(_status(result), result['status'])}</h3>"
-                f"<p>{escape(result['title'])}<br>rules: <code>{escape(rules)}</code><br>"
-                f"<small>{escape(result['file'])}</small></p><pre>{escape(result['detail'])}</pre></div>"
-            )
+            label = _LABEL.get(_status(result), result["status"])
+            out.append(failure_html(sid, name, result, label))
     if not failures:
         out.append(
             '<p class="ok" id="no-failures">No failures: every scenario that ran passed.</p>'

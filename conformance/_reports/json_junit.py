@@ -59,6 +59,8 @@ def to_json_report(run: RunResult) -> dict[str, Any]:
         }
         if r.status == "fail" and r.trace is not None:
             entry["trace"] = r.trace
+            if r.expected_trace is not None:
+                entry["expected_trace"] = r.expected_trace
         results.append(entry)
     report = {
         "report_version": REPORT_VERSION,

@@ -26,7 +26,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import IO
+from typing import IO, cast
 
 import anyio
 
@@ -47,10 +47,11 @@ __all__ = ["CommandFailed", "CommandRefused", "ShellResult", "ShellRunner"]
 DEFAULT_OUTPUT_CAP = 1024 * 1024
 #: How long a timed-out invocation waits for its killed process group's pipes to close.
 KILL_GRACE = 5.0
-#: Pipe buffer asked for (Linux; the default is 64 KiB) and the most read at once. Bigger
-#: buffers mean fewer, larger chunks: less locking and fewer thread wake-ups per byte.
+#: Pipe buffer asked for (Linux; the default is 64 KiB). Bigger buffers mean fewer,
+#: larger chunks: less locking and fewer thread wake-ups per byte.
 PIPE_SIZE = 1024 * 1024
-READ_SIZE = PIPE_SIZE
+#: The pipe buffer assumed when the system cannot say (Linux's default).
+DEFAULT_PIPE_SIZE = 64 * 1024
 
 #: Returns a refusal reason for a command, or None to let it run.
 Policy = Callable[[Sequence[str]], "str | None"]
@@ -92,7 +93,7 @@ class _Capture:
         self._data = bytearray()
         self.truncated = False
 
-    def add(self, chunk: bytes) -> None:
+    def add(self, chunk: bytes | memoryview) -> None:
         with self._lock:
             room = self._cap - len(self._data)
             if room > 0:
@@ -141,16 +142,46 @@ class _Completion:
         os.close(self._write)
 
 
-def _grow(pipe: IO[bytes] | None) -> None:
-    """Ask for a bigger pipe buffer; keep the default when the system says no.
+def _grow(pipe: IO[bytes]) -> int:
+    """Ask for a bigger pipe buffer and return the size in effect (the read size).
 
     Not through ``Popen(pipesize=...)``: that raises when the per-user pipe quota is used
-    up (many commands at once), and a command must not fail for a performance hint.
+    up (many commands at once), and a command must not fail for a performance hint. The
+    draining thread reads at most the pipe's size at once: a larger read cannot return
+    more, and would only cost a larger buffer.
     """
-    size_flag = getattr(fcntl, "F_SETPIPE_SZ", None)
-    if pipe is not None and size_flag is not None:
+    set_flag = getattr(fcntl, "F_SETPIPE_SZ", None)
+    get_flag = getattr(fcntl, "F_GETPIPE_SZ", None)
+    if set_flag is not None:
         with contextlib.suppress(OSError):
-            fcntl.fcntl(pipe.fileno(), size_flag, PIPE_SIZE)
+            fcntl.fcntl(pipe.fileno(), set_flag, PIPE_SIZE)
+    if get_flag is not None:
+        with contextlib.suppress(OSError):
+            return max(int(fcntl.fcntl(pipe.fileno(), get_flag)), 4096)
+    return DEFAULT_PIPE_SIZE
+
+
+class _ReadBuffer:
+    """One buffer per pipe, read into again and again, for output nobody keeps whole.
+
+    Unobserved output (or output past the observer's budget) is copied only into the
+    capture, up to its cap, and then dropped: reading it into a fresh allocation each
+    time would cost page faults, and for reads over glibc's mmap threshold a mapping of
+    their own. Allocated on first use, so an observed command that never outgrows its
+    budget does not pay for it.
+    """
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._buffer: list[bytearray] = []
+        self._view = memoryview(b"")
+
+    def read(self, fd: int) -> memoryview:
+        """Read what the pipe has (at most its size); valid until the next read."""
+        if not self._buffer:
+            self._buffer.append(bytearray(self._size))
+            self._view = memoryview(self._buffer[0])
+        return self._view[: os.readv(fd, self._buffer)]
 
 
 def kill_group(process: subprocess.Popen[bytes]) -> None:
@@ -220,8 +251,6 @@ class ShellRunner:
         except OSError as error:
             self._on_spawn_error(session)
             raise CommandFailed(f"cannot run {argv[0]!r}: {error}") from error
-        for pipe in (process.stdout, process.stderr):
-            _grow(pipe)
         out, err = _Capture(self.output_cap), _Capture(self.output_cap)
         done = _Completion()
         readers = [
@@ -324,10 +353,22 @@ class ShellRunner:
             self._thread_hook("drain", None if session is None else session.invocation)
         fd = pipe.fileno()
         try:
-            while chunk := os.read(fd, READ_SIZE):
+            size = _grow(pipe)
+            reused = _ReadBuffer(size)
+            while True:
+                chunk: bytes | memoryview
+                if session is not None and session.accepting(stream):
+                    # A fresh ``bytes`` per read, which the session queues as it is.
+                    chunk = os.read(fd, size)
+                else:
+                    chunk = reused.read(fd)
+                if not chunk:
+                    break
                 capture.add(chunk)
                 if session is not None:
-                    session.offer(stream, chunk)
+                    # offer takes any bytes-like chunk and copies what it keeps (it is
+                    # typed bytes so that subclasses written against bytes still fit).
+                    session.offer(stream, cast(bytes, chunk))
         finally:
             pipe.close()
 

@@ -8,6 +8,16 @@ invocation takes them out in order and calls the observer. The queue is unbounde
 purpose: its size is already bounded by the live budget (at most ``2 x budget`` bytes,
 one budget per stream), which is what keeps a stuck observer from costing memory.
 
+Bytes are bounded by the budget, but entries are not: a child printing short lines to a
+stuck observer would queue one small object per read, each with its own allocation
+(tens of thousands of them for a 1 MiB budget). So once the observer is
+:data:`COALESCE_AFTER` entries behind, a new small chunk is appended to the newest queued
+entry of its stream instead (up to :data:`COALESCED_MAX` bytes per entry). The contract
+promises the bytes of each pipe and their order, never where one chunk ends, so the
+observer sees the same bytes in fewer, larger chunks; nothing is ever merged across a
+finish or a cancellation (nothing is accepted after either), and a session only a few
+chunks behind, as in every scenario, delivers exactly the chunks it was offered.
+
 The phase decides what is still accepted. ``ACTIVE``: chunks are accepted within the
 budget. ``FINISHED`` (normal completion): nothing more is accepted, what is queued is
 still delivered, then ``on_finish``. ``CANCELLED`` (cancellation, time limit, error):
@@ -22,7 +32,7 @@ import enum
 import logging
 import threading
 from collections import deque
-from typing import Final
+from typing import Final, cast
 
 from seamspec.reference._shell_output.observer import (
     ShellInvocationId,
@@ -50,7 +60,18 @@ class _Finish:
 
 
 FINISH: Final = _Finish()
+#: A queued chunk: ``bytes`` as offered, or a ``bytearray`` that coalesced several (typed
+#: ``bytes``, which admits both, so that subclasses written against ``bytes`` still fit).
 Item = tuple[ShellOutputStream, bytes] | _Finish
+
+#: Queue entries beyond which new chunks are coalesced into their stream's newest entry.
+COALESCE_AFTER: Final = 16
+#: Chunks this large are queued as they are even then: copying them would save nothing.
+COALESCE_BELOW: Final = 64 * 1024
+#: The most bytes one coalesced entry grows to (then a new entry starts): large enough
+#: that per-entry overhead is negligible, small enough that copying an entry out for
+#: delivery costs little memory beyond the queue itself.
+COALESCED_MAX: Final = 256 * 1024
 
 
 class ObservationSession:
@@ -70,8 +91,12 @@ class ObservationSession:
         self.invocation = invocation
         self.observer = observer
         self.budget = budget
-        self._cond = threading.Condition()
+        self._cond = threading.Condition(threading.Lock())
         self._queue: deque[Item] = deque()
+        #: Per stream, the queued entry new chunks may be appended to (a ``bytearray``
+        #: still in the queue), once the queue is long; see the module's docstring.
+        #: Each value is the queued entry itself (compared by identity) and its buffer.
+        self._open: dict[ShellOutputStream, tuple[Item, bytearray]] = {}
         self._phase = SessionPhase.ACTIVE
         self._disabled = False
         self._used = {ShellOutputStream.STDOUT: 0, ShellOutputStream.STDERR: 0}
@@ -87,7 +112,9 @@ class ObservationSession:
     def offer(self, stream: ShellOutputStream | str, chunk: bytes) -> None:
         """Account ``chunk`` against the live budget and queue what fits; never blocks long.
 
-        ``stream`` may also be given by name (``"stdout"``, ``"stderr"``).
+        ``stream`` may also be given by name (``"stdout"``, ``"stderr"``). ``chunk`` may
+        be any bytes-like object; what is accepted is copied (unless it is ``bytes``), so
+        the caller may reuse its buffer at once.
         """
         stream = ShellOutputStream(stream)
         with self._cond:
@@ -96,8 +123,22 @@ class ObservationSession:
             accepted = self._accept(stream, chunk)
             if accepted is None:
                 return
-            self._queue.append((stream, accepted))
+            self._enqueue(stream, accepted)
             self._cond.notify()
+
+    def accepting(self, stream: ShellOutputStream) -> bool:
+        """Whether ``offer`` on ``stream`` may still keep anything (a hint, not a promise).
+
+        Read without the lock: the answer only goes from True to False, and a stale True
+        costs nothing but a chunk that ``offer`` then drops. The runner uses it to pick
+        how to read: a fresh ``bytes`` per read while the observer takes output (the
+        queue keeps it without copying), one reused buffer once it no longer does.
+        """
+        return (
+            self._phase is SessionPhase.ACTIVE
+            and not self._disabled
+            and self._used[stream] < self.budget
+        )
 
     def finish(self) -> None:
         """Normal completion: deliver what is queued, then ``on_finish``. Does not wait."""
@@ -118,7 +159,7 @@ class ObservationSession:
             if self._phase is not SessionPhase.ACTIVE:
                 return
             self._phase = SessionPhase.CANCELLED
-            self._queue.clear()
+            self._drop_queue()
             self._cond.notify()
 
     def join(self, timeout: float | None = None) -> bool:
@@ -129,13 +170,42 @@ class ObservationSession:
     # -- decision points (one method each, so each is easy to read and to test) ----------
 
     def _accept(self, stream: ShellOutputStream, chunk: bytes) -> bytes | None:
-        """The part of ``chunk`` the budget lets through, or None. Called under the lock."""
+        """The part of ``chunk`` the budget lets through, as ``bytes``, or None.
+
+        Called under the lock. ``bytes`` that fit whole are kept as they are (no copy).
+        """
         remaining = self.budget - self._used[stream]
         if remaining <= 0 or not chunk:
             return None
-        accepted = chunk[:remaining]
+        accepted = bytes(chunk[:remaining])
         self._used[stream] += len(accepted)
         return accepted
+
+    def _enqueue(self, stream: ShellOutputStream, accepted: bytes) -> None:
+        """Queue an accepted chunk, coalescing it once the observer is far behind.
+
+        Called under the lock. Appending to the stream's newest queued entry keeps that
+        pipe's byte order; it can move those bytes ahead of the other stream's entries
+        queued since, which the contract allows (order is promised per pipe).
+        """
+        if len(self._queue) < COALESCE_AFTER or len(accepted) >= COALESCE_BELOW:
+            self._queue.append((stream, accepted))
+            return
+        open_entry = self._open.get(stream)
+        if open_entry is not None and len(open_entry[1]) < COALESCED_MAX:
+            open_entry[1].extend(accepted)
+            return
+        buffer = bytearray(accepted)
+        # A bytearray stands where Item says bytes: _present turns it into bytes before
+        # any observer sees it; subclasses that read the queue get a bytes-like chunk.
+        entry: Item = (stream, cast(bytes, buffer))
+        self._open[stream] = (entry, buffer)
+        self._queue.append(entry)
+
+    def _drop_queue(self) -> None:
+        """Forget everything queued (cancellation, a raising observer). Under the lock."""
+        self._queue.clear()
+        self._open.clear()
 
     def _start_presentation(self) -> threading.Thread:
         thread = threading.Thread(
@@ -151,7 +221,7 @@ class ObservationSession:
     def _on_panic(self) -> None:
         """An ``on_output`` raised: disable observation of this invocation. Under the lock."""
         self._disabled = True
-        self._queue.clear()
+        self._drop_queue()
 
     # -- the presentation thread ----------------------------------------------------------
 
@@ -163,12 +233,16 @@ class ObservationSession:
                 if self._phase is SessionPhase.CANCELLED or self._disabled or not self._queue:
                     return
                 item = self._next_item()
+                if not isinstance(item, _Finish):
+                    open_entry = self._open.get(item[0])
+                    if open_entry is not None and open_entry[0] is item:
+                        del self._open[item[0]]  # out of the queue: nothing may grow it now
             if isinstance(item, _Finish):
                 self._call_finish()
                 return
             stream, chunk = item
             try:
-                self._deliver(stream, chunk)
+                self._deliver(stream, chunk if isinstance(chunk, bytes) else bytes(chunk))
             except Exception:
                 log.warning(
                     "shell-output observer failed on invocation %s; observation stopped",

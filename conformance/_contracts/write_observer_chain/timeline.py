@@ -1,4 +1,5 @@
-"""How ``seamspec explain`` draws write-observer-chain events, one line each."""
+"""How ``seamspec explain`` draws write-observer-chain events: one line each (``render``)
+and the lane of each, caller or observer (``lanes``), for the pictures."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from typing import Any
 
 from seamspec.conformance._core.timeline import short
 
-__all__ = ["render"]
+__all__ = ["lanes", "render"]
 
 
 def render(event: dict[str, Any]) -> str | None:
@@ -47,3 +48,24 @@ def render(event: dict[str, Any]) -> str | None:
             ", ".join(f"{k}={short(v, 30)}" for k, v in event.get("files", {}).items()) or "(none)"
         )
     return None
+
+
+def lanes(trace: list[dict[str, Any]]) -> tuple[list[str], list[str]]:
+    """Who did each event: the caller (the chain's user and its tools), or an observer.
+
+    Returns the lanes in drawing order (the caller, then each observer as it first
+    appears) and the lane of every event, so a picture shows which hook ran when.
+    """
+    of_event = []
+    order = ["caller"]
+    for event in trace:
+        observer = event.get("observer")
+        lane = (
+            str(observer)
+            if event["type"] in ("hook_enter", "hook_exit", "restored") and observer
+            else "caller"
+        )
+        if lane not in order:
+            order.append(lane)
+        of_event.append(lane)
+    return order, of_event

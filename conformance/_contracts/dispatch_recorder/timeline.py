@@ -1,0 +1,76 @@
+"""How ``seamspec explain`` draws dispatch-recorder events: one line each (``render``)
+and who acted (``lanes``): the executor, the recorder (records, commits and the
+journal), the tool, the model provider. "Record first" reads off the picture: the
+recorder's bar ends before the tool's begins.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from seamspec.conformance._core.timeline import short
+
+__all__ = ["lanes", "render"]
+
+_LANE = {
+    "record_enter": "recorder",
+    "record_exit": "recorder",
+    "commit_enter": "recorder",
+    "commit_exit": "recorder",
+    "journal_fsync": "recorder",
+    "journal_verify": "recorder",
+    "journal_tampered": "recorder",
+    "tool_run": "tool",
+    "tool_exit": "tool",
+    "provider_call": "provider",
+}
+_ORDER = ["executor", "recorder", "tool", "provider"]
+
+
+def _outcome(event: dict[str, Any]) -> str:
+    why = event.get("reason") or event.get("error") or ""
+    return f"{event.get('outcome')} {short(why, 40) if why else ''}".rstrip()
+
+
+def render(event: dict[str, Any]) -> str | None:
+    kind = event["type"]
+    if kind == "turn_start":
+        return "turn starts"
+    if kind == "turn_end":
+        return f"turn {_outcome(event)}"
+    if kind == "provider_call":
+        return (
+            f"provider call, step {event.get('step')} ({len(event.get('messages') or [])} messages)"
+        )
+    if kind == "record_enter":
+        return f"  -> record #{event.get('n')} {event.get('kind')} for {event.get('call')}"
+    if kind == "record_exit":
+        return f"  <- record #{event.get('n')} {_outcome(event)}"
+    if kind == "commit_enter":
+        return f"  -> commit #{event.get('n')} ({len(event.get('messages') or [])} messages)"
+    if kind == "commit_exit":
+        return f"  <- commit #{event.get('n')} {_outcome(event)}"
+    if kind == "tool_run":
+        return f"  -> {event.get('tool')} ({event.get('call')}) args {short(event.get('args'), 40)}"
+    if kind == "tool_exit":
+        return f"  <- {event.get('call')} result {short(event.get('result'), 40)}"
+    if kind == "approval":
+        return f"approval for {event.get('call')}: {event.get('approved')}"
+    if kind == "journal_fsync":
+        return f"journal fsync ({event.get('durable_bytes')} bytes durable)"
+    if kind == "journal_verify":
+        return f"journal verify ok={event.get('ok')} {event.get('reason') or ''}".rstrip()
+    if kind == "journal_tampered":
+        return f"journal tampered: {event.get('op')}"
+    if kind == "cancel_requested":
+        return "** cancel **"
+    if kind == "gate_released":
+        late = " (after the time limit)" if event.get("after_limit") else ""
+        return f"gate {event.get('gate')} released{late}"
+    return None
+
+
+def lanes(trace: list[dict[str, Any]]) -> tuple[list[str], list[str]]:
+    """The lane of every event: executor, recorder, tool or provider."""
+    of_event = [_LANE.get(event["type"], "executor") for event in trace]
+    return [lane for lane in _ORDER if lane in of_event or lane == "executor"], of_event

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import argparse
 import fnmatch
+import multiprocessing
 import multiprocessing.util
 import os
 import sys
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
@@ -16,6 +18,8 @@ from rich.console import Console
 from seamspec import __version__
 from seamspec._output import error
 from seamspec._run_output import NORMAL, QUIET, VERBOSE, ResultPrinter, print_problems
+from seamspec._run_scope import run_scope
+from seamspec._signals import blocked, deferred, worker_signals
 from seamspec._wire_cli import (
     AdapterSpec,
     adapter_from_spec,
@@ -162,6 +166,15 @@ def _init_worker(  # noqa: PLR0917 - ProcessPoolExecutor passes initargs by posi
     reference = load_adapter("reference") if compare else None
     if reference is not None:
         multiprocessing.util.Finalize(reference, reference.close, exitpriority=10)
+
+    def close_all() -> None:
+        adapter.close()
+        if reference is not None:
+            reference.close()
+
+    # Ctrl-C goes to the whole foreground process group, workers included: the main
+    # process alone decides what it means, and ends workers with SIGTERM (_end_workers).
+    worker_signals(close_all)
     _WORKER = Runner(
         adapter,
         timeout=timeout,
@@ -188,12 +201,10 @@ def _run_parallel(
 ) -> RunResult:
     """Scenarios in worker processes (not threads: judging is CPU-bound Python, and a
     process per worker keeps each implementation's state and event loops apart)."""
-    import time
-
     jobs = args.jobs or os.cpu_count() or 1
     started, t0 = time.time(), time.perf_counter()
     results: dict[str, ScenarioResult] = {}
-    with ProcessPoolExecutor(
+    pool = ProcessPoolExecutor(
         max_workers=jobs,
         initializer=_init_worker,
         initargs=(
@@ -204,8 +215,12 @@ def _run_parallel(
             args.profile,
             runner.compare_with is not None,
         ),
-    ) as pool:
-        futures = [pool.submit(_run_in_worker, s) for s in chosen]
+    )
+    try:
+        # Workers are forked while Ctrl-C is held back: each inherits that, and lets it
+        # through only once it ignores it (worker_signals), so none dies mid-start.
+        with blocked():
+            futures = [pool.submit(_run_in_worker, s) for s in chosen]
         for future in as_completed(futures):
             result = future.result()
             results[result.scenario.id] = result
@@ -214,13 +229,50 @@ def _run_parallel(
                 for pending in futures:
                     pending.cancel()
                 break
+    except BaseException:
+        with deferred():
+            _end_workers(pool)
+        raise
+    pool.shutdown(wait=True)
     ordered = [results[s.id] for s in chosen if s.id in results]
     return RunResult(
         runner.info, ordered, started, time.perf_counter() - t0, args.strict, args.profile
     )
 
 
+#: How long interrupted workers get to close their adapters before they are killed.
+WORKER_GRACE = 10.0
+
+
+def _end_workers(pool: ProcessPoolExecutor) -> None:
+    """Interrupted: no new scenario starts, and every worker ends what it was running.
+
+    Not ``shutdown(wait=True)``, which would wait for every running scenario (a hung
+    implementation: its whole time limit). SIGTERM makes a worker close its adapters
+    (cancelling an in-process scenario, stopping a child implementation) and exit; a
+    worker that does not within the grace period is killed, and the run's scope
+    (``run_scope``) kills whatever is left below the kit.
+    """
+    pool.shutdown(wait=False, cancel_futures=True)
+    workers = multiprocessing.active_children()
+    for worker in workers:
+        worker.terminate()
+    deadline = time.monotonic() + WORKER_GRACE
+    for worker in workers:
+        worker.join(max(0.0, deadline - time.monotonic()))
+    for worker in workers:
+        if worker.is_alive():
+            worker.kill()
+            worker.join(1.0)
+
+
 def cmd_run(args: argparse.Namespace, console: Console) -> int:
+    """Run the suite; the run's child processes and temporary files end with it."""
+    with run_scope():
+        return _cmd_run(args, console)
+
+
+def _cmd_run(args: argparse.Namespace, console: Console) -> int:
     scenarios = load_scenarios(args.scenarios)
     chosen = select(scenarios, args.contract, args.pattern)
     if not chosen:
@@ -272,9 +324,10 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
             result = runner.run(chosen, stop=stop)
         printer.finish()
     finally:
-        adapter.close()
-        if reference is not None:
-            reference.close()
+        with deferred():  # a Ctrl-C now waits until both are closed
+            adapter.close()
+            if reference is not None:
+                reference.close()
     print_problems(console, result)
     report = to_json_report(result)
     if args.report_json:

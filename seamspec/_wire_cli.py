@@ -107,8 +107,14 @@ def add_commands(sub: Any) -> None:
 
 
 def _terminate_on_sigterm() -> None:
-    """Turn SIGTERM into SystemExit, so ``finally`` blocks kill the child's process group."""
-    if threading.current_thread() is threading.main_thread():
+    """Turn SIGTERM into SystemExit, so ``finally`` blocks kill the child's process group.
+
+    Unless SIGTERM is handled already (the ``seamspec`` command does, in _signals.py).
+    """
+    if (
+        threading.current_thread() is threading.main_thread()
+        and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+    ):
 
         def stop(signum: int, _frame: object) -> None:
             raise SystemExit(128 + signum)
@@ -188,6 +194,13 @@ def _trivial(scenarios: list[Scenario], contract: str, features: tuple[str, ...]
 
 def cmd_smoke(args: argparse.Namespace, console: Console) -> int:
     """Say exactly what is wrong with a new implementation, one check at a time."""
+    from seamspec._run_scope import run_scope
+
+    with run_scope():
+        return _smoke(args, console)
+
+
+def _smoke(args: argparse.Namespace, console: Console) -> int:
     problems = 0
 
     def report(ok: bool, what: str, detail: str = "") -> None:

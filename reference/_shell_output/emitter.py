@@ -18,10 +18,16 @@ The script is a JSON object ``{"gates": DIR, "steps": [...]}``; each step is one
 
 Every write goes straight to the file descriptor (no buffering) so that each step is
 visible to the parent as soon as it is done. Without an ``exit`` step the code is 0.
+
+An emitter never outlives its scenario: while it waits on a gate or hangs, it exits
+with code 125 as soon as the gate folder is gone (the scenario ended) or its parent
+process has died (it was re-parented), so that an interrupted kit leaves no process
+polling forever.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -35,7 +41,22 @@ __all__ = ["PATTERN", "expected_output", "flood_bytes", "main"]
 #: The bytes ``flood`` repeats: one 64-byte line, so a prefix is easy to eyeball.
 PATTERN = b"0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_\n"
 GATE_POLL = 0.002
+#: How often a hanging emitter checks that its scenario still exists.
+HANG_POLL = 0.05
+#: The exit code of an emitter that ended because its scenario did.
+ORPHANED = 125
 _FD = {"stdout": 1, "stderr": 2}
+
+
+class _Orphaned(Exception):
+    """The gate folder is gone or the parent died: nobody will ever release a gate."""
+
+
+def _check_alive(gates: Path, parent: int) -> None:
+    if os.getppid() != parent:
+        raise _Orphaned("its parent process died")
+    if not gates.is_dir():
+        raise _Orphaned(f"its gate folder {gates} is gone")
 
 
 def flood_bytes(count: int) -> bytes:
@@ -85,16 +106,28 @@ def _write_all(fd: int, data: bytes) -> None:
 
 
 def run(script: dict[str, Any]) -> int:
+    try:
+        return _run(script)
+    except _Orphaned as why:
+        with contextlib.suppress(OSError):
+            os.write(2, f"seamspec-emitter: exiting: {why}\n".encode())
+        return ORPHANED
+
+
+def _run(script: dict[str, Any]) -> int:
     gates = Path(script.get("gates", "."))
+    parent = os.getppid()
     for step in script["steps"]:
         if "wait" in step:
             while not (gates / str(step["wait"])).exists():
+                _check_alive(gates, parent)
                 time.sleep(GATE_POLL)
         elif "sleep" in step:
             time.sleep(float(step["sleep"]))
         elif "hang" in step:
             while True:
-                time.sleep(3600)
+                _check_alive(gates, parent)
+                time.sleep(HANG_POLL)
         elif "exit" in step:
             return int(step["exit"])
         elif "flood" in step:

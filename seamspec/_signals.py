@@ -1,0 +1,138 @@
+"""Ctrl-C and SIGTERM for the ``seamspec`` command: stop at once, clean up once, exit 130.
+
+This module is the command's entry point (``main``) and imports only the standard
+library, so that its handlers are in place before the kit's heavy imports: a Ctrl-C
+while they load ends the command with exit code 130 and one line, not a traceback.
+
+- The first SIGINT becomes ``KeyboardInterrupt`` and the first SIGTERM
+  ``SystemExit(143)``; every later one only prints a note, so the cleanup that the
+  first one started is not itself cut short by an impatient second Ctrl-C. Inside
+  :func:`deferred`, even the first one waits until the block ends.
+- A signal that arrives once the command's work is done (while Python shuts down) still
+  makes the exit code 130 (or 143): whoever pressed Ctrl-C gets the code they expect.
+- :func:`worker_signals` is for ``-j`` worker processes: Ctrl-C is the main process's
+  business; SIGTERM closes the worker's adapters (which ends what they run) and exits.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import signal
+import sys
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from types import FrameType
+
+__all__ = ["EXIT_INTERRUPTED", "blocked", "deferred", "install", "main", "worker_signals"]
+
+EXIT_INTERRUPTED, EXIT_TERMINATED = 130, 143
+
+
+class _State:
+    raised = 0  # signals already turned into an exception
+    deferring = 0
+    pending: int | None = None  # a signal that arrived inside deferred()
+    finished = False  # the command's work is done; Python is shutting down
+    late: int | None = None  # a signal that arrived after that
+
+
+def _code(signum: int) -> int:
+    return EXIT_INTERRUPTED if signum == signal.SIGINT else EXIT_TERMINATED
+
+
+def _handler(signum: int, _frame: FrameType | None) -> None:
+    if _State.finished:
+        _State.late = _State.late or signum
+        return
+    if _State.raised:
+        os.write(2, b"seamspec: still stopping (ending what the run started)\n")
+        return
+    if _State.deferring:
+        _State.pending = _State.pending or signum
+        return
+    _raise(signum)
+
+
+def _raise(signum: int) -> None:
+    _State.raised += 1
+    if signum == signal.SIGINT:
+        raise KeyboardInterrupt
+    raise SystemExit(EXIT_TERMINATED)
+
+
+def install() -> None:
+    """The command's own handling of SIGINT and SIGTERM (main thread only)."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    _State.raised, _State.pending, _State.finished, _State.late = 0, None, False, None
+    signal.signal(signal.SIGINT, _handler)
+    signal.signal(signal.SIGTERM, _handler)
+
+
+@contextlib.contextmanager
+def deferred() -> Iterator[None]:
+    """Run a block that an interrupt must not cut in two; the interrupt comes after it."""
+    _State.deferring += 1
+    try:
+        yield
+    finally:
+        _State.deferring -= 1
+        if not _State.deferring and _State.pending is not None:
+            signum, _State.pending = _State.pending, None
+            _raise(signum)
+
+
+@atexit.register
+def _late_signal_exit() -> None:
+    """Registered first, so it runs last: a signal during shutdown sets the exit code."""
+    if _State.finished and _State.late is not None:
+        with contextlib.suppress(Exception):
+            sys.stdout.flush()
+            sys.stderr.flush()
+        os._exit(_code(_State.late))
+
+
+def worker_signals(close: Callable[[], None]) -> None:
+    """In a ``-j`` worker: ignore Ctrl-C (the main process stops the run) and, on SIGTERM,
+    ``close`` (the adapters: an in-process scenario is cancelled, a child implementation
+    stopped) and exit at once with 143."""
+
+    def terminate(_signum: int, _frame: FrameType | None) -> None:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        try:
+            close()
+        finally:
+            os._exit(EXIT_TERMINATED)
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, terminate)
+    # The main process blocks both while it starts workers (so that none is lost between
+    # the fork and the lines above); now that they are handled, let them through.
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
+
+
+@contextlib.contextmanager
+def blocked() -> Iterator[None]:
+    """SIGINT and SIGTERM held back in this thread (and in processes forked meanwhile)."""
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """The ``seamspec`` command: handlers first, then the kit."""
+    install()
+    try:
+        from seamspec._cli import main as cli
+
+        code = cli(argv)
+    except KeyboardInterrupt:
+        os.write(2, b"error: interrupted\n")
+        code = EXIT_INTERRUPTED
+    finally:
+        _State.finished = True
+    return code if _State.late is None else _code(_State.late)

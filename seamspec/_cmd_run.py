@@ -7,7 +7,9 @@ import fnmatch
 import multiprocessing
 import multiprocessing.util
 import os
+import pickle
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -157,6 +159,7 @@ def _init_worker(  # noqa: PLR0917 - ProcessPoolExecutor passes initargs by posi
     strict: bool,
     profile: Profile,
     compare: bool,
+    late_dir: str,
 ) -> None:
     global _WORKER  # noqa: PLW0603 - one runner per worker process, by design
     adapter = adapter_from_spec(spec)
@@ -183,11 +186,32 @@ def _init_worker(  # noqa: PLR0917 - ProcessPoolExecutor passes initargs by posi
         profile=profile,
         compare_with=reference,
     )
+    # After the adapter is closed (lower priority: later), what closing it found out
+    # about scenarios already returned goes to the main process through a file.
+    multiprocessing.util.Finalize(
+        _WORKER, _save_late_results, args=(_WORKER, late_dir), exitpriority=5
+    )
 
 
-def _run_in_worker(scenario: Scenario) -> ScenarioResult:
+def _run_in_worker(scenario: Scenario) -> tuple[ScenarioResult, list[ScenarioResult]]:
+    """The scenario's result, and earlier ones of this worker found wrong since."""
     assert _WORKER is not None
-    return _WORKER.run_one(scenario)
+    return _WORKER.run_one(scenario), _WORKER.late_results()
+
+
+def _save_late_results(runner: Runner, late_dir: str) -> None:
+    late = runner.late_results()
+    if late:
+        path = Path(late_dir) / f"late-{os.getpid()}.pickle"
+        path.write_bytes(pickle.dumps(late))
+
+
+def _load_late_results(late_dir: Path) -> list[ScenarioResult]:
+    """What the workers saved (_save_late_results): files of this run's own folder."""
+    late: list[ScenarioResult] = []
+    for path in sorted(late_dir.glob("late-*.pickle")):
+        late += pickle.loads(path.read_bytes())  # written by our own workers
+    return late
 
 
 def _run_parallel(
@@ -203,6 +227,7 @@ def _run_parallel(
     process per worker keeps each implementation's state and event loops apart)."""
     jobs = args.jobs or os.cpu_count() or 1
     started, t0 = time.time(), time.perf_counter()
+    late_dir = Path(tempfile.mkdtemp(prefix="late-"))  # inside the run's own folder
     results: dict[str, ScenarioResult] = {}
     pool = ProcessPoolExecutor(
         max_workers=jobs,
@@ -214,6 +239,7 @@ def _run_parallel(
             args.strict,
             args.profile,
             runner.compare_with is not None,
+            str(late_dir),
         ),
     )
     try:
@@ -222,9 +248,10 @@ def _run_parallel(
         with blocked():
             futures = [pool.submit(_run_in_worker, s) for s in chosen]
         for future in as_completed(futures):
-            result = future.result()
-            results[result.scenario.id] = result
-            on_result(result)
+            result, late = future.result()
+            for each in (result, *late):
+                results[each.scenario.id] = each
+                on_result(each)
             if stop(result):
                 for pending in futures:
                     pending.cancel()
@@ -234,6 +261,9 @@ def _run_parallel(
             _end_workers(pool)
         raise
     pool.shutdown(wait=True)
+    for each in _load_late_results(late_dir):
+        results[each.scenario.id] = each
+        on_result(each)
     ordered = [results[s.id] for s in chosen if s.id in results]
     return RunResult(
         runner.info, ordered, started, time.perf_counter() - t0, args.strict, args.profile
@@ -328,6 +358,11 @@ def _cmd_run(args: argparse.Namespace, console: Console) -> int:
             adapter.close()
             if reference is not None:
                 reference.close()
+    for late in runner.late_results():  # found while the implementation was stopped
+        result.results[:] = [
+            late if r.scenario.id == late.scenario.id else r for r in result.results
+        ]
+        printer(late)
     print_problems(console, result)
     report = to_json_report(result)
     if args.report_json:

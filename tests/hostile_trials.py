@@ -253,7 +253,12 @@ def _sigint_main(args: argparse.Namespace) -> int:
             leftovers += bool(outcome.leftovers)
             late += bool(outcome.late_leftovers)
             temp += bool(outcome.temp_left)
-            if outcome.exit_code != 130 or outcome.traceback or outcome.leftovers or outcome.temp_left:
+            if (
+                outcome.exit_code != 130
+                or outcome.traceback
+                or outcome.leftovers
+                or outcome.temp_left
+            ):
                 bad += 1
                 print(
                     f"  {mode} at {delay:.2f} s: exit {outcome.exit_code}; "

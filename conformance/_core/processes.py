@@ -39,6 +39,7 @@ __all__ = [
     "kill_tree",
     "living",
     "process_table",
+    "start_time",
 ]
 
 _PR_SET_CHILD_SUBREAPER = 36
@@ -138,31 +139,48 @@ def _signal(process: Process, signum: int) -> None:
         os.kill(process.pid, signum)
 
 
+def start_time(pid: int) -> int | None:
+    """When ``pid`` started (clock ticks after boot), or None if it cannot be read."""
+    process = _read(str(pid))
+    return None if process is None else process.start
+
+
 def kill_tree(
-    root: int, *, include_root: bool = True, spare: Iterable[tuple[int, int]] = ()
+    root: int,
+    *,
+    include_root: bool = True,
+    spare: Iterable[tuple[int, int]] = (),
+    root_start: int | None = None,
+    known: Iterable[Process] = (),
 ) -> list[Process]:
     """End ``root`` and every process below it, in any session; return those killed.
 
     Members are frozen with SIGSTOP until none is running, then killed with SIGKILL, as
     are the process groups they lead (a child born in the last instant is in its
-    parent's group). Members that an orphaned descendant was re-parented to this
-    (subreaper) process are still found: every member seen once is followed to the end.
+    parent's group). A member seen once is followed to the end, so that an orphan that
+    was re-parented to this (subreaper) process when its parent died is still found.
+    ``root_start``: the root's start time, if known; a root pid that now names another
+    process (it ended, and its pid was reused) is then left alone, with its tree.
+    ``known``: processes seen below the root earlier (it may be gone by now), ended too.
     ``spare``: ``(pid, start)`` pairs never touched (what existed before a run began).
     Killing this very process is never attempted.
     """
     me = os.getpid()
     keep = set(spare)
-    seen: dict[tuple[int, int], Process] = {}
+    root_valid = root_start is None or start_time(root) == root_start
+    seen: dict[tuple[int, int], Process] = {(p.pid, p.start): p for p in known}
     deadline = time.monotonic() + FREEZE_LIMIT
     while True:
         table = process_table()
         if not table:  # no /proc: the process group is all that can be reached
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(root, signal.SIGKILL)
+            if root_valid:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(root, signal.SIGKILL)
             return []
-        members = [table[root]] if include_root and root in table and root != me else []
-        members += descendants(root, table)
-        # Followed once seen: an orphan of a killed member now has this process as parent.
+        members = []
+        if root_valid:
+            members += [table[root]] if include_root and root in table else []
+            members += descendants(root, table)
         for process in list(seen.values()):
             now = table.get(process.pid)
             if now is not None and now.start == process.start:
@@ -170,17 +188,17 @@ def kill_tree(
         running = []
         for process in members:
             key = (process.pid, process.start)
-            if key in keep or process.pid == me or process.state == "Z":
+            if key in keep or process.pid == me:
                 continue
             seen[key] = process
-            if process.state not in ("T", "t"):
+            if process.state not in ("T", "t", "Z"):
                 running.append(process)
         if not running or time.monotonic() > deadline:
             break
         for process in running:
             _signal(process, signal.SIGSTOP)
         time.sleep(0.001)
-    killed = list(seen.values())
+    killed = living(seen.values())
     own_group = os.getpgrp()
     for process in killed:
         _signal(process, signal.SIGKILL)

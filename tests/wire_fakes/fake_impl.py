@@ -64,6 +64,8 @@ def main() -> int:
             send({"type": "started", "protocol": 1, "implementation": INFO})
             continue
         if message["type"] == "stop":
+            if MODE == "chatty-stop" and _PREVIOUS is not None:
+                send(_PREVIOUS)  # the last answer once more, on the way out
             return 0
         seq = message["seq"]
         if MODE == "crash":
@@ -173,7 +175,7 @@ def _wide(seq: int, request: dict[str, Any], adapter: Any) -> None:
     """A syntactically valid trace of ARG bytes made of tiny objects (cheap to write,
     expensive to parse)."""
     count = int(ARG) // 3
-    sys.stdout.write('{"type":"trace","seq":%d,"trace":[' % seq + "{},"*count + "{}]}\n")
+    sys.stdout.write('{"type":"trace","seq":%d,"trace":[' % seq + "{}," * count + "{}]}\n")
     sys.stdout.flush()
 
 
@@ -195,6 +197,13 @@ def _duplicate_late(seq: int, request: dict[str, Any], adapter: Any) -> None:
     global _PREVIOUS
     if _PREVIOUS is not None:
         send(_PREVIOUS)
+    _PREVIOUS = json.dumps(_answer(seq, request, adapter))
+    send(_PREVIOUS)
+
+
+def _remembered(seq: int, request: dict[str, Any], adapter: Any) -> None:
+    """The right answer, kept (the chatty-stop mode sends it again when told to stop)."""
+    global _PREVIOUS
     _PREVIOUS = json.dumps(_answer(seq, request, adapter))
     send(_PREVIOUS)
 
@@ -236,6 +245,7 @@ HOSTILE = {
     "duplicate-late": _duplicate_late,
     "seqless-error": _seqless_error,
     "setsid-grandchild": _setsid_grandchild,
+    "chatty-stop": _remembered,
 }
 
 

@@ -24,6 +24,7 @@ import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from types import FrameType
+from typing import Any
 
 __all__ = ["EXIT_INTERRUPTED", "blocked", "deferred", "install", "main", "worker_signals"]
 
@@ -32,6 +33,8 @@ EXIT_INTERRUPTED, EXIT_TERMINATED = 130, 143
 
 class _State:
     raised = 0  # signals already turned into an exception
+    signum = 0  # the one that was
+    code: int | None = None  # the command's exit code, once it has one
     deferring = 0
     pending: int | None = None  # a signal that arrived inside deferred()
     finished = False  # the command's work is done; Python is shutting down
@@ -57,9 +60,27 @@ def _handler(signum: int, _frame: FrameType | None) -> None:
 
 def _raise(signum: int) -> None:
     _State.raised += 1
+    _State.signum = signum
     if signum == signal.SIGINT:
         raise KeyboardInterrupt
     raise SystemExit(EXIT_TERMINATED)
+
+
+def _unraisable(unraisable: Any) -> None:
+    """An exception raised where Python cannot raise it (a weakref callback, ``__del__``)
+    is printed and dropped. If it was the one a signal raised, the signal is raised
+    again, to land where an exception can propagate: a Ctrl-C is never lost."""
+    ours = isinstance(unraisable.exc_value, KeyboardInterrupt) or (
+        isinstance(unraisable.exc_value, SystemExit) and _State.signum == signal.SIGTERM
+    )
+    if ours and _State.raised and not _State.finished:
+        _State.raised -= 1
+        signal.raise_signal(_State.signum)
+        return
+    _PREVIOUS_HOOK(unraisable)
+
+
+_PREVIOUS_HOOK = sys.unraisablehook
 
 
 def install() -> None:
@@ -67,6 +88,8 @@ def install() -> None:
     if threading.current_thread() is not threading.main_thread():
         return
     _State.raised, _State.pending, _State.finished, _State.late = 0, None, False, None
+    _State.code = None
+    sys.unraisablehook = _unraisable
     signal.signal(signal.SIGINT, _handler)
     signal.signal(signal.SIGTERM, _handler)
 
@@ -85,13 +108,21 @@ def deferred() -> Iterator[None]:
 
 
 @atexit.register
-def _late_signal_exit() -> None:
-    """Registered first, so it runs last: a signal during shutdown sets the exit code."""
-    if _State.finished and _State.late is not None:
+def _signal_exit() -> None:
+    """Registered first, so it runs last: after a signal, the exit code is its code.
+
+    Also after one handled in good order: CPython turns an exit code into death by
+    SIGINT (-2) when a KeyboardInterrupt ever left code run by ``exec`` (which the
+    standard library's namedtuple and dataclass use), even if it was caught later.
+    """
+    if not _State.finished:
+        return
+    code = _code(_State.late) if _State.late is not None else _State.code
+    if code in (EXIT_INTERRUPTED, EXIT_TERMINATED):
         with contextlib.suppress(Exception):
             sys.stdout.flush()
             sys.stderr.flush()
-        os._exit(_code(_State.late))
+        os._exit(code)
 
 
 def worker_signals(close: Callable[[], None]) -> None:
@@ -133,6 +164,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         os.write(2, b"error: interrupted\n")
         code = EXIT_INTERRUPTED
+    except SystemExit as leaving:  # SIGTERM, --help, a usage error
+        if leaving.code is not None and not isinstance(leaving.code, int):
+            raise  # a message: Python prints it
+        code = leaving.code or 0
     finally:
         _State.finished = True
-    return code if _State.late is None else _code(_State.late)
+    _State.code = code if _State.late is None else _code(_State.late)
+    return _State.code

@@ -175,14 +175,14 @@ def _wide(seq: int, request: dict[str, Any], adapter: Any) -> None:
     """A syntactically valid trace of ARG bytes made of tiny objects (cheap to write,
     expensive to parse)."""
     count = int(ARG) // 3
-    sys.stdout.write('{"type":"trace","seq":%d,"trace":[' % seq + "{}," * count + "{}]}\n")
+    sys.stdout.write(f'{{"type":"trace","seq":{seq},"trace":[' + "{}," * count + "{}]}\n")
     sys.stdout.flush()
 
 
 def _deep(seq: int, request: dict[str, Any], adapter: Any) -> None:
     """A line nested ARG levels deep."""
     depth = int(ARG)
-    sys.stdout.write('{"type":"trace","seq":%d,"trace":' % seq + "[" * depth + "]" * depth + "}\n")
+    sys.stdout.write(f'{{"type":"trace","seq":{seq},"trace":' + "[" * depth + "]" * depth + "}\n")
     sys.stdout.flush()
 
 
@@ -194,7 +194,7 @@ def _duplicate(seq: int, request: dict[str, Any], adapter: Any) -> None:
 
 def _duplicate_late(seq: int, request: dict[str, Any], adapter: Any) -> None:
     """Each answer is sent again just before the next answer (so after the next run)."""
-    global _PREVIOUS
+    global _PREVIOUS  # noqa: PLW0603 - one fake process, one conversation
     if _PREVIOUS is not None:
         send(_PREVIOUS)
     _PREVIOUS = json.dumps(_answer(seq, request, adapter))
@@ -203,7 +203,7 @@ def _duplicate_late(seq: int, request: dict[str, Any], adapter: Any) -> None:
 
 def _remembered(seq: int, request: dict[str, Any], adapter: Any) -> None:
     """The right answer, kept (the chatty-stop mode sends it again when told to stop)."""
-    global _PREVIOUS
+    global _PREVIOUS  # noqa: PLW0603 - one fake process, one conversation
     _PREVIOUS = json.dumps(_answer(seq, request, adapter))
     send(_PREVIOUS)
 
@@ -212,6 +212,21 @@ def _seqless_error(seq: int, request: dict[str, Any], adapter: Any) -> None:
     """The right answer, then (same write) an error with no seq."""
     late = json.dumps({"type": "error", "message": f"background failure after seq {seq}"})
     send(json.dumps(_answer(seq, request, adapter)) + "\n" + late)
+
+
+def _seqless_error_late(seq: int, request: dict[str, Any], adapter: Any) -> None:
+    """From the second run on, an error without seq comes first (a complaint about the
+    previous scenario, written only now), then the right answer."""
+    global _PREVIOUS  # noqa: PLW0603 - one fake process, one conversation
+    if _PREVIOUS is not None:
+        send({"type": "error", "message": f"late complaint, before answering seq {seq}"})
+    _PREVIOUS = "answered"
+    send(_answer(seq, request, adapter))
+
+
+def _seqless_answer(seq: int, request: dict[str, Any], adapter: Any) -> None:
+    """Every answer is an error that forgot its seq."""
+    send({"type": "error", "message": f"failed, and forgot seq {seq}"})
 
 
 def _setsid_grandchild(seq: int, request: dict[str, Any], adapter: Any) -> None:
@@ -246,6 +261,8 @@ HOSTILE = {
     "seqless-error": _seqless_error,
     "setsid-grandchild": _setsid_grandchild,
     "chatty-stop": _remembered,
+    "seqless-error-late": _seqless_error_late,
+    "seqless-answer": _seqless_answer,
 }
 
 

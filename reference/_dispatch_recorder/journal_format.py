@@ -176,9 +176,11 @@ def _check_line(
             return "not in canonical form (the bytes were edited)"
     except ValueError:
         return "holds a value JSON cannot encode canonically"
-    if data["v"] != JOURNAL_VERSION:
+    # Identity of type as well as value: in Python True == 1 and 2.0 == 2, but the line
+    # would then say `true` or `2.0` where the signature covers `1` or `2`.
+    if type(data["v"]) is not int or data["v"] != JOURNAL_VERSION:
         return f"unknown format version {data['v']!r}"
-    if data["seq"] != index:
+    if type(data["seq"]) is not int or data["seq"] != index:
         return f"has sequence number {data['seq']!r} where {index} was due (deleted, reordered or duplicated?)"
     if data["prev"] != prev:
         if index == 0:

@@ -43,10 +43,12 @@ from seamspec.reference._dispatch_recorder.journal_writer import JournalWriter
 __all__ = [
     "FsyncBeforeWriteJournal",
     "FsyncElsewhereJournal",
+    "RememberingJournal",
     "UndomainedJournal",
     "UnsignedLinesJournal",
     "verify_accepting_undomained",
     "verify_any_tail_torn",
+    "verify_loose_types",
     "verify_recanonicalised",
     "verify_remembering",
     "verify_undomained",
@@ -242,6 +244,13 @@ def verify_without_signatures(
 ) -> Verification:
     """Checks framing, canonical form, sequence and chain, and no signature at all."""
     return _scan(data, key, expected, lambda s, m, k: True)
+
+
+def verify_loose_types(
+    data: bytes, key: Ed25519PublicKey, expected: int | None, path: Path
+) -> Verification:
+    """A full check, except that ``seq`` is compared by value: ``true`` passes for 1."""
+    return _scan(data, key, expected, _verifies)
 
 
 def verify_recanonicalised(

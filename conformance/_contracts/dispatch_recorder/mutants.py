@@ -377,6 +377,9 @@ _JOURNAL_MUTANTS = (
              "verification returns the mutations the journal remembers writing, not the "
              "ones the file holds", journal=mj.RememberingJournal,
              verifier=mj.verify_remembering),
+    DrMutant("dr-journal-verify-loose-types", "DR-JOURNAL-VERIFY",
+             "verification compares the sequence number by value, so `true` passes for 1",
+             verifier=mj.verify_loose_types),
     DrMutant("dr-journal-verify-tail-always-torn", "DR-JOURNAL-VERIFY",
              "verification calls any final segment without a newline a torn tail, even a "
              "complete entry whose newline was replaced", verifier=mj.verify_any_tail_torn),

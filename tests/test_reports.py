@@ -71,6 +71,27 @@ def test_manifest_turns_known_failures_into_xfail(
     assert out.strip().splitlines()[-1].endswith(f" 0 failed, {len(failed)} xfailed")
 
 
+def test_written_manifest_leaves_out_recommendations(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A run with strict-profile recommendations writes a manifest it then passes with --strict.
+
+    woc-join-newline breaks upstream's WOC-JOIN (failures) and seamspec's WOC-JOIN-EXACT
+    (recommendations under the default profile); only the failures belong in the file.
+    """
+    manifest, report = tmp_path / "gaps.yaml", tmp_path / "r.json"
+    args = ["--impl", "mutant:woc-join-newline", "-k", "join"]
+    code, _, _ = _run(capsys, *args, "--write-manifest", str(manifest), "--report-json", str(report))
+    assert code == 1
+    results = _load(report)["results"]
+    recommended = {r["scenario"] for r in results if r["counts_as"] == "recommendation"}
+    failed = {r["scenario"] for r in results if r["counts_as"] == "failure"}
+    assert recommended and failed
+    assert set(yaml.safe_load(manifest.read_text())["expected_failures"]) == failed
+    code, out, _ = _run(capsys, *args, "--expect", str(manifest), "--strict")
+    assert code == 0, out
+
+
 def test_unexpected_pass_fails_only_with_strict(
     reports: dict[str, Path], capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -214,3 +214,21 @@ def test_explain_rule_and_scenario(capsys: pytest.CaptureFixture[str]) -> None:
     assert "** cancel c1 **" in out
     assert "<- blocker.after_write  [c1] cancelled" in out
     assert main(["explain", "nothing-like-this"]) == 2
+
+
+def _result(scenario: str, status: str, counts_as: str, level: str = "MUST") -> dict[str, Any]:
+    return {"scenario": scenario, "status": status, "counts_as": counts_as, "level": level}
+
+
+def test_diff_and_badge_judge_by_what_a_result_counts_as() -> None:
+    """A recommendation is no failure under the profile: not newly failing, passed in the badge."""
+    from seamspec.conformance._reports.summaries import badge_json, compare_reports
+
+    old = {"results": [_result("a", "pass", "pass"), _result("b", "pass", "pass")]}
+    new = {"results": [_result("a", "fail", "recommendation"), _result("b", "fail", "failure")]}
+    changes = compare_reports(old, new)
+    assert changes["newly failing"] == ["b: pass -> failure"]
+    assert changes["other status changes"] == ["a: pass -> recommendation"]
+    assert compare_reports(new, old)["newly passing"] == ["b: failure -> pass"]
+    report = {**new, "summary": {"failed": 1, "errors": 0}, "verdict": "does not conform"}
+    assert badge_json(report)["message"] == "1/2 MUST"

@@ -115,7 +115,8 @@ def run_console(example: Example) -> None:
         words = shlex.split(command.text, comments=True)
         if words[:1] == ["cd"]:
             target = (cwd / words[1]).resolve() if len(words) > 1 else namespace["scratch"]
-            assert isinstance(target, Path) and target.is_dir(), f"{where}: no folder {target}"
+            assert isinstance(target, Path)
+            assert target.is_dir(), f"{where}: no folder {target}"
             namespace["cwd"] = target
             continue
         done = subprocess.run(

@@ -81,7 +81,9 @@ def test_written_manifest_leaves_out_recommendations(
     """
     manifest, report = tmp_path / "gaps.yaml", tmp_path / "r.json"
     args = ["--impl", "mutant:woc-join-newline", "-k", "join"]
-    code, _, _ = _run(capsys, *args, "--write-manifest", str(manifest), "--report-json", str(report))
+    code, _, _ = _run(
+        capsys, *args, "--write-manifest", str(manifest), "--report-json", str(report)
+    )
     assert code == 1
     results = _load(report)["results"]
     recommended = {r["scenario"] for r in results if r["counts_as"] == "recommendation"}

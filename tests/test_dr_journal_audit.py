@@ -29,6 +29,7 @@ from seamspec.conformance._contracts.dispatch_recorder.journal_forge import (
     journal_bytes,
 )
 from seamspec.conformance._contracts.dispatch_recorder.journal_steps import (
+    OPERATIONS,
     TamperError,
     tamper_bytes,
 )
@@ -255,3 +256,14 @@ def test_forged_entries_sign_what_they_say(tmp_path: Path) -> None:
         assert verdict.ok is ok, signature
         if ok:
             assert verdict.entries[1].mutation["tool_call_id"] == "c1-forged"
+
+
+def test_tamper_figures_command() -> None:
+    """The command behind docs/reliability.md's tamper table, in small."""
+    from tests.journal_tamper_figures import tamper_figures
+
+    figures = tamper_figures(5)
+    assert set(figures) == set(OPERATIONS)
+    for counts in figures.values():
+        assert counts["trials"] == 5
+        assert counts["verdicts_agree"] == 5

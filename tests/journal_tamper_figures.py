@@ -38,6 +38,7 @@ from seamspec.reference import (
     InputRewrite,
     JournalRecorder,
     KeySigner,
+    MutationKind,
     ResultRedaction,
     scan_journal,
 )
@@ -49,7 +50,7 @@ def _journal(key: KitKey) -> bytes:
     with tempfile.TemporaryDirectory() as tmp:
         private, _ = key.write(Path(tmp))
         path = Path(tmp) / "dispatch.journal"
-        kinds = [
+        kinds: list[MutationKind] = [
             InputRewrite('{"cmd":"ls"}', '{"cmd":"ls -1"}'),
             ContextInjection("no force pushes — ever"),
             ResultRedaction('{"token":"sk-1"}', '{"token":"[redacted]"}'),

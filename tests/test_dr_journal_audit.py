@@ -39,6 +39,7 @@ from seamspec.reference import (
     InputRewrite,
     JournalRecorder,
     KeySigner,
+    MutationKind,
     ResultRedaction,
     journal_fingerprint,
     scan_journal,
@@ -59,7 +60,7 @@ def written(tmp_path_factory: pytest.TempPathFactory) -> tuple[KitKey, bytes]:
     folder = tmp_path_factory.mktemp("audit")
     private, _ = key.write(folder)
     path = folder / "dispatch.journal"
-    kinds = [
+    kinds: list[MutationKind] = [
         InputRewrite('{"cmd":"ls"}', '{"cmd":"ls -1"}'),
         ContextInjection("no force pushes \u2014 ever\n"),
         ResultRedaction('{"token":"sk-1"}', '{"token":"[redacted]"}'),

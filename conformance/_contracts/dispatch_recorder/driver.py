@@ -100,11 +100,12 @@ class DispatchRecorderDriver:
 
     def _verify(self, path: Path, public_key: str, anchor: int | None) -> Mapping[str, Any]:
         """The implementation's verifier, asked in process."""
-        if not callable(getattr(self.implementation, "verify_journal", None)):
+        verify = getattr(self.implementation, "verify_journal", None)
+        if not callable(verify):
             raise ImplementationError(
                 "the implementation declares signed-journal but has no verify_journal"
             )
-        found = self.implementation.verify_journal(
+        found = verify(
             path, Ed25519PublicKey.from_public_bytes(bytes.fromhex(public_key)),
             expected_entries=anchor,
         )  # fmt: skip

@@ -76,10 +76,11 @@ def _durability(
     """Each OK'd entry inside a completed fsync of the journal before its OK."""
     ends: list[int] = check.get("ends", [])
     out: list[tuple[str, str]] = []
-    durable, elsewhere = 0, set()
+    durable, elsewhere, synced = 0, set(), False
     exits = {id(r["exit"]): r for r in records if r["exit"]}
     for event in events:
         if event["type"] == "journal_fsync":
+            synced = True
             if event.get("journal", True) is False:
                 elsewhere.add(str(event.get("file")))
             elif isinstance(event.get("durable_bytes"), int):
@@ -89,13 +90,35 @@ def _durability(
             entry = entry_of.get(event.get("n", -1)) if record else None
             if entry is None or entry >= len(ends) or ends[entry] <= durable:
                 continue
-            where = f"; the fsyncs were of another file ({', '.join(sorted(elsewhere))})"
+            where = (
+                f"; the fsyncs were of another file ({', '.join(sorted(elsewhere))})"
+                if elsewhere
+                else ""
+                if synced
+                else "; no fsync at all was seen: make the journal durable through the fsync "
+                "the kit hands over (open_journal's fsync argument), or report it over the wire"
+            )
             out.append((
                 DURABLE,
                 f"record {event.get('n')} returned OK when the journal was durable up to "
                 f"byte {durable} only; its entry (entry {entry}) ends at byte {ends[entry]}"
-                + (where if elsewhere else ""),
+                + where,
             ))  # fmt: skip
+    size = check.get("size", 0)
+    beyond = [
+        e["durable_bytes"]
+        for e in events
+        if e["type"] == "journal_fsync"
+        and e.get("journal", True) is not False
+        and isinstance(e.get("durable_bytes"), int)
+        and e["durable_bytes"] > size
+    ]
+    if beyond:
+        out.append((
+            DURABLE,
+            f"an fsync of the journal covered {max(beyond)} bytes, but the closed journal "
+            f"holds {size}: bytes once durable were cut off",
+        ))  # fmt: skip
     for index in check.get("rewritten_after_fsync", []):
         out.append((
             DURABLE,

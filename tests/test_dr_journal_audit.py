@@ -268,3 +268,39 @@ def test_tamper_figures_command() -> None:
     for counts in figures.values():
         assert counts["trials"] == 5
         assert counts["verdicts_agree"] == 5
+
+
+BASE = Path(__file__).resolve().parent.parent / "scenarios" / "dispatch-recorder"
+
+
+@pytest.mark.parametrize(
+    ("when", "expected"),
+    [
+        ("  - turn: t1\n  - tamper_journal: {delete: 3}\n  - verify_journal: {}\n", "entry 3 does not exist"),
+        ("  - turn: t1\n  - tamper_journal: {append: {}}\n  - tamper_journal: {delete: 3}\n"
+         "  - verify_journal: {}\n", None),
+        ("  - verify_journal: {}\n  - turn: t1\n", "needs the turn to be over"),
+        ("  - turn: t1\n  - verify_journal: {}\n  - join: t1\n", "follows the kit's journal steps"),
+    ],
+)  # fmt: skip
+def test_journal_steps_are_checked_when_the_file_is_loaded(
+    tmp_path: Path, when: str, expected: str | None
+) -> None:
+    """Issue 14: a tamper index past the end is the file's mistake, with its line, not an
+    IndexError blamed on the implementation at run time."""
+    from seamspec.conformance import validate_files
+
+    source = (BASE / "dr-journal-deleted-entry-detected.yaml").read_text(encoding="utf-8")
+    head, _, rest = source.partition("when:\n")
+    text = head + "when:\n" + when + "then:" + rest.partition("then:")[2]
+    path = tmp_path / "dr-journal-deleted-entry-detected.yaml"
+    path.write_text(
+        text.replace("journal:\n    - {ok: false, bad_index: 1}", "journal: []"), encoding="utf-8"
+    )
+    _, problems = validate_files([path])
+    messages = [str(p) for p in problems]
+    if expected is None:
+        assert not messages
+    else:
+        assert any(expected in m for m in messages), messages
+        assert all(p.line > 1 for p in problems)

@@ -10,6 +10,7 @@ judged by declaration.
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -128,3 +129,22 @@ def test_the_kit_hands_out_a_key_only_its_owner_can_read(tmp_path: Path) -> None
     given = request["resources"]["journal"]
     assert Path(given["private_key"]).stat().st_mode & 0o077 == 0
     assert len(bytes.fromhex(given["public_key"])) == 32
+
+
+def test_the_kit_never_follows_a_link_left_at_the_journal_path(tmp_path: Path) -> None:
+    """Over the wire the implementation can write in the kit's folder: a symbolic link
+    (or a FIFO) at the journal's path must not make the kit read or overwrite elsewhere."""
+    (scenario,) = [s for s in journal_scenarios() if s.id == "dr-journal-deleted-entry-detected"]
+    folder = tmp_path / "kit"
+    folder.mkdir()
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious\n")
+    session = JournalSession(scenario.request(), folder)
+    session.path.symlink_to(victim)
+    with pytest.raises(ImplementationError, match="symbolic link"):
+        session.finish([], lambda *args: {}, evidence="declared")
+    assert victim.read_text() == "precious\n"
+    session.path.unlink()
+    os.mkfifo(session.path)
+    with pytest.raises(ImplementationError, match="not a regular file"):
+        session.finish([], lambda *args: {}, evidence="declared")

@@ -23,6 +23,8 @@ An implementation's trace must not contain these kit events itself.
 from __future__ import annotations
 
 import hashlib
+import os
+import stat
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Literal
@@ -144,7 +146,7 @@ class JournalSession:
                 except TamperError as error:
                     events.append({"type": "journal_tampered", "op": body, "error": str(error)})
                     break  # the journal is not what the scenario expects: nothing to verify
-                self.path.write_bytes(data)
+                self._write(data)
                 events.append({"type": "journal_tampered", "op": body})
             else:
                 anchor = ok_records if body.get("anchored") else None
@@ -155,19 +157,37 @@ class JournalSession:
         return events
 
     def _read(self) -> bytes | None:
+        """The journal's bytes, read without trusting what lies at its path: never through
+        a symbolic link, never from a FIFO or device (which could block or never end)."""
         try:
-            with self.path.open("rb") as file:
-                data = file.read(MAX_JOURNAL_BYTES + 1)
+            fd = os.open(self.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
         except FileNotFoundError:
             return None
         except OSError as error:
-            raise ImplementationError(f"the kit cannot read the journal: {error}") from None
+            raise ImplementationError(
+                f"the kit cannot open the journal (a symbolic link, or unreadable?): {error}"
+            ) from None
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise ImplementationError("the journal's path is not a regular file")
+            with os.fdopen(os.dup(fd), "rb") as file:
+                data = file.read(MAX_JOURNAL_BYTES + 1)
+        finally:
+            os.close(fd)
         if len(data) > MAX_JOURNAL_BYTES:
             raise ImplementationError(
                 f"the journal is larger than {MAX_JOURNAL_BYTES} bytes; a scenario's journal "
                 "holds a few entries"
             )
         return data
+
+    def _write(self, data: bytes) -> None:
+        """Replace the journal with the tampered bytes, in a new file: whatever the
+        implementation left at the path (a link to somewhere else) is removed, not followed."""
+        self.path.unlink(missing_ok=True)
+        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "wb") as file:
+            file.write(data)
 
     def _check(
         self, data: bytes | None, trace: list[dict[str, Any]], evidence: Evidence

@@ -303,4 +303,4 @@ def test_journal_steps_are_checked_when_the_file_is_loaded(
         assert not messages
     else:
         assert any(expected in m for m in messages), messages
-        assert all(p.line > 1 for p in problems)
+        assert all((p.line or 0) > 1 for p in problems)

@@ -128,6 +128,16 @@ class PythonAdapter:
             )
         return box["trace"]
 
+    def query(self, contract: str, name: str, body: Mapping[str, Any]) -> dict[str, Any]:
+        """A question about a scenario just performed (wire protocol 2), for the driver
+        that performed it: its ``query(name, body)``."""
+        driver = self._drivers.get(contract)
+        ask = getattr(driver, "query", None)
+        if ask is None:
+            raise Unsupported(f"the {contract} driver answers no query ({name!r})")
+        answer: dict[str, Any] = anyio.run(ask, name, body, backend=self._backend)
+        return answer
+
     def close(self) -> None:
         """Cancel the scenarios in flight and wait (briefly) until they have unwound.
 

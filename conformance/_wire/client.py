@@ -26,8 +26,11 @@ from seamspec.conformance._wire.exchange import (
     Unplaced,
     stderr_context,
 )
+from seamspec.conformance._wire.kit_side import KitSides
 from seamspec.conformance._wire.messages import (
+    ANSWERS,
     PROTOCOL_VERSION,
+    PROTOCOL_VERSIONS,
     ProtocolError,
     decode_line,
     info_from_started,
@@ -36,6 +39,10 @@ from seamspec.conformance._wire.messages import (
 )
 
 __all__ = ["HandshakeError", "WireAdapter"]
+
+
+class _Refused(HandshakeError):
+    """The implementation answered ``start`` with an ``error`` (perhaps: not this version)."""
 
 
 class WireAdapter:
@@ -83,12 +90,19 @@ class WireAdapter:
         self.exit_code: int | None = None
         #: pids of every child started, so tests and ``smoke`` can check none is left.
         self.pids: list[int] = []
+        #: The protocol version offered at the next handshake: the newest at first, then
+        #: the one agreed (restarted children speak what the first one did).
+        self._offer = PROTOCOL_VERSION
+        #: The version agreed with the implementation (None before the handshake).
+        self.protocol: int | None = None
+        self._fallbacks = 0  # children started again only to offer an older version
+        self._kit_sides = KitSides()
         #: What was asked of which child and answered: to place lines out of turn.
         self._ledger = Ledger()
 
     @property
     def restarts(self) -> int:
-        return max(0, self._starts - 1)
+        return max(0, self._starts - 1 - self._fallbacks)
 
     def _spawn(self) -> tuple[WireChild, ImplementationInfo]:
         """Start a child and shake hands; ``close()`` can kill it at any point meanwhile."""
@@ -104,6 +118,14 @@ class WireAdapter:
                     "the adapter was closed while starting the implementation"
                 )
             info = self._handshake(child)
+        except _Refused:
+            self._forget(child)
+            if self._offer == 1 or self.protocol is not None:
+                raise
+            # It may speak only version 1, and refuse 2 as docs/protocol.md says it should:
+            # offer 1 to a fresh child (not counted as a restart).
+            self._offer, self._fallbacks = 1, self._fallbacks + 1
+            return self._spawn()
         except BaseException:
             self._forget(child)
             raise
@@ -125,7 +147,7 @@ class WireAdapter:
             child.send(
                 {
                     "type": "start",
-                    "protocol": PROTOCOL_VERSION,
+                    "protocol": self._offer,
                     "kit": {"name": "seamspec", "version": __version__},
                 },
                 deadline,
@@ -164,18 +186,29 @@ class WireAdapter:
             ) from None
         if message["type"] == "error":
             child.kill()
-            raise HandshakeError(
-                f"{what} refused the handshake: {message['message']}"
+            raise _Refused(
+                f"{what} refused the handshake (protocol {self._offer} offered): "
+                f"{message['message']}"
                 + "\n"
                 + stderr_context(child, mark, message.get("context", "")),
             )
-        if message["protocol"] != PROTOCOL_VERSION:
+        version = message["protocol"]
+        if version not in PROTOCOL_VERSIONS or version > self._offer:
             child.kill()
+            speaks = ", ".join(map(str, PROTOCOL_VERSIONS))
             raise HandshakeError(
-                f"{what} speaks protocol version {message['protocol']}; this kit speaks only "
-                f"version {PROTOCOL_VERSION}\n  line: {quote(line)}"
+                f"{what} speaks protocol version {version}; this kit offered {self._offer} "
+                f"and speaks versions {speaks}\n  line: {quote(line)}"
                 + "\n"
                 + stderr_context(child, mark),
+            )
+        if self.protocol is None:
+            self.protocol = self._offer = version
+        elif version != self.protocol:
+            child.kill()
+            raise HandshakeError(
+                f"the restarted implementation chose protocol {version}, the first one "
+                f"{self.protocol}"
             )
         return info_from_started(message)
 
@@ -259,7 +292,14 @@ class WireAdapter:
 
     def _attempt(self, request: Mapping[str, Any], scenario: str) -> Trace:
         child = self._current_child(scenario)
-        exchange = Exchange(
+        with self._kit_sides.open(request, self.protocol or 1) as kit_side:
+            trace = self._perform(child, kit_side.request if kit_side else request, scenario)
+            if kit_side is None:
+                return trace
+            return kit_side.finish(trace, lambda name, body: self._ask(child, request, name, body))
+
+    def _exchange(self, child: WireChild, scenario: str) -> Exchange:
+        return Exchange(
             child,
             scenario,
             self._ledger,
@@ -267,12 +307,16 @@ class WireAdapter:
             strict=self.strict,
             discard=self._discard_child,
         )
+
+    def _perform(self, child: WireChild, request: Mapping[str, Any], scenario: str) -> Trace:
+        exchange = self._exchange(child, scenario)
         exchange.expect_quiet()
         self._seq += 1
+        fields = ("id", "contract", "given", "when", "resources")
         message = {
             "type": "run",
             "seq": self._seq,
-            "request": {k: request[k] for k in ("id", "contract", "given", "when")},
+            "request": {k: request[k] for k in fields if k in request},
         }
         if self.strict:
             validate(message, "run")
@@ -287,6 +331,29 @@ class WireAdapter:
             )
         trace: Trace = answer["trace"]
         return trace
+
+    def _ask(
+        self, child: WireChild, request: Mapping[str, Any], name: str, body: dict[str, Any]
+    ) -> dict[str, Any]:
+        """Send one ``query`` about the scenario just performed; return its ``answer``."""
+        scenario = str(request.get("id", "?"))
+        self._seq += 1
+        message = {
+            "type": "query", "seq": self._seq, "contract": request["contract"], "query": name,
+            "body": body,
+        }  # fmt: skip
+        if self.strict:
+            validate(message, "query")
+        exchange = self._exchange(child, scenario)
+        answer = exchange.perform(self._seq, message, expected=ANSWERS, what=f"the {name} query")
+        if answer["type"] == "error":
+            raise ImplementationError(
+                f"the implementation could not answer the {name} query of scenario "
+                f"{scenario}: {answer['message']}",
+                context=exchange.context(),
+            )
+        result: dict[str, Any] = answer["answer"]
+        return result
 
     def take_late_errors(self) -> list[LateError]:
         """Problems with scenarios already answered (each returned once): see LateError."""

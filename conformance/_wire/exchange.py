@@ -143,6 +143,8 @@ class Exchange:
         self.child, self.scenario, self.ledger = child, scenario, ledger
         self.timeout, self.strict, self._discard = timeout, strict, discard
         self.mark = child.stderr_mark()
+        self._expected: tuple[str, ...] = RESPONSES
+        self._what = ""
 
     def context(self, extra: str = "") -> str:
         return stderr_context(self.child, self.mark, extra)
@@ -179,8 +181,17 @@ class Exchange:
         )
         raise Stale
 
-    def perform(self, seq: int, message: dict[str, Any]) -> dict[str, Any]:
-        """Send the run message and return its answer, or raise (see the module's doc)."""
+    def perform(
+        self,
+        seq: int,
+        message: dict[str, Any],
+        *,
+        expected: tuple[str, ...] = RESPONSES,
+        what: str = "",
+    ) -> dict[str, Any]:
+        """Send ``message`` (a run, or a query: ``what`` names it in errors) and return its
+        answer, one of the ``expected`` types, or raise (see the module's doc)."""
+        self._expected, self._what = expected, what
         self.ledger.asked(seq, self.child, self.scenario)
         deadline = time.monotonic() + self.timeout
         sent = True
@@ -209,8 +220,9 @@ class Exchange:
             ) from None
         if line is None:
             self._discard()
+            of = f"{self._what} of scenario" if self._what else "scenario"
             raise ImplementationError(
-                f"the implementation did not {'answer' if sent else 'read'} scenario "
+                f"the implementation did not {'answer' if sent else 'read'} {of} "
                 f"{scenario} within {self.timeout:g} s (--request-timeout); it was killed "
                 "and will be restarted for the next scenario",
                 context=self.context(),
@@ -231,11 +243,13 @@ class Exchange:
                 context=self.context(),
             )
         try:
-            return decode_line(line, expected=RESPONSES, strict=self.strict), line
+            return decode_line(line, expected=self._expected, strict=self.strict), line
         except ProtocolError as error:
             self._discard()
+            answering = f"answering {self._what}: " if self._what else ""
             raise ImplementationError(
-                _broke(scenario, f"{error}\n  line: {quote(line)}"), context=self.context()
+                _broke(scenario, f"{answering}{error}\n  line: {quote(line)}"),
+                context=self.context(),
             ) from None
 
     def _misplaced(self, seq: int, answer: dict[str, Any], line: bytes) -> None:

@@ -15,7 +15,7 @@ def __getattr__(name: str) -> str:
     """``__version__``, read from the installed metadata when first asked for.
 
     Lazily, because importing this package is the first thing the ``seamspec`` command
-    does, before its Ctrl-C handling is in place (seamspec/_signals.py): the less it
+    does, before its Ctrl-C handling is in place (seamspec/_entry.py): the less it
     costs, the smaller the moment in which a Ctrl-C can still print a traceback.
     """
     if name != "__version__":

@@ -1,4 +1,4 @@
-# The entry point handles Ctrl-C before it imports the kit (see seamspec/_signals.py).
-from seamspec._signals import main
+# The entry point handles Ctrl-C before it imports the kit (see seamspec/_entry.py).
+from seamspec._entry import main
 
 raise SystemExit(main())

@@ -1,7 +1,7 @@
 """Ctrl-C and SIGTERM for the ``seamspec`` command: stop at once, clean up once, exit 130.
 
-This module is the command's entry point (``main``) and imports only the standard
-library, so that its handlers are in place before the kit's heavy imports: a Ctrl-C
+This module imports only the standard library, so that the command's entry point
+(``_entry.py``) can put its handlers in place before the kit's heavy imports: a Ctrl-C
 while they load ends the command with exit code 130 and one line, not a traceback.
 
 - The first SIGINT becomes ``KeyboardInterrupt`` and the first SIGTERM
@@ -22,11 +22,11 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from types import FrameType
 from typing import Any
 
-__all__ = ["EXIT_INTERRUPTED", "blocked", "deferred", "install", "main", "worker_signals"]
+__all__ = ["EXIT_INTERRUPTED", "blocked", "deferred", "finish", "install", "worker_signals"]
 
 EXIT_INTERRUPTED, EXIT_TERMINATED = 130, 143
 
@@ -39,6 +39,13 @@ class _State:
     pending: int | None = None  # a signal that arrived inside deferred()
     finished = False  # the command's work is done; Python is shutting down
     late: int | None = None  # a signal that arrived after that
+
+
+def finish(code: int) -> int:
+    """The command is done with ``code``: from now on a signal only sets the exit code."""
+    _State.finished = True
+    _State.code = code if _State.late is None else _code(_State.late)
+    return _State.code
 
 
 def _code(signum: int) -> int:
@@ -152,23 +159,3 @@ def blocked() -> Iterator[None]:
         yield
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, previous)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """The ``seamspec`` command: handlers first, then the kit."""
-    install()
-    try:
-        from seamspec._cli import main as cli
-
-        code = cli(argv)
-    except KeyboardInterrupt:
-        os.write(2, b"error: interrupted\n")
-        code = EXIT_INTERRUPTED
-    except SystemExit as leaving:  # SIGTERM, --help, a usage error
-        if leaving.code is not None and not isinstance(leaving.code, int):
-            raise  # a message: Python prints it
-        code = leaving.code or 0
-    finally:
-        _State.finished = True
-    _State.code = code if _State.late is None else _code(_State.late)
-    return _State.code

@@ -121,7 +121,7 @@ def _start(
     argv: list[str], marker: str, tmp: Path, entered: threading.Event | None = None
 ) -> tuple[subprocess.Popen[bytes], list[bytes]]:
     """Start the kit; with ``entered``, under ``-X importtime``, set once the command's
-    entry point (seamspec._signals, which handles Ctrl-C) is imported."""
+    entry point (seamspec._entry, which puts the Ctrl-C handling in place) is imported."""
     env = dict(os.environ, SEAMSPEC_TRIAL_MARKER=marker, TMPDIR=str(tmp))
     env.pop("PYTEST_XDIST_WORKER", None)
     if entered is not None:
@@ -143,7 +143,7 @@ def _start(
         kept = []
         for line in out:
             if line.startswith(b"import time:"):
-                if entered is not None and line.rsplit(b"|", 1)[-1].strip() == b"seamspec._signals":
+                if entered is not None and line.rsplit(b"|", 1)[-1].strip() == b"seamspec._entry":
                     entered.set()
                 continue
             kept.append(line)

@@ -7,7 +7,7 @@ Two kinds, each runnable on its own (the figures in docs/reliability.md come fro
 
 ``memory`` runs ``seamspec run --impl-cmd`` against each hostile mode of
 ``tests/wire_fakes/fake_impl.py`` and reads the kit's peak resident memory (VmHWM,
-polled, and the ``wait4`` figure). ``sigint`` starts ``seamspec run`` in a process
+polled every 10 ms until it exits). ``sigint`` starts ``seamspec run`` in a process
 group of its own, as a terminal would, sends SIGINT to the whole group at a random
 moment, and then looks for what is left: processes carrying the trial's marker in their
 environment (every descendant inherits it, ``setsid()`` or not) and anything in the
@@ -162,11 +162,12 @@ def _finish(
     code: int | None = None
     while time.monotonic() < deadline:
         peak = max(peak, _peak_rss_kb(kit.pid))
-        pid, status, usage = os.wait4(kit.pid, os.WNOHANG)
+        pid, status, _usage = os.wait4(kit.pid, os.WNOHANG)
         if pid:
             code = os.waitstatus_to_exitcode(status)
             kit.returncode = code
-            peak = max(peak, usage.ru_maxrss)
+            # Not usage.ru_maxrss: it also counts what the process held before exec, a
+            # copy of this (possibly large) process when the child was forked.
             break
         time.sleep(0.01)
     else:

@@ -272,6 +272,9 @@ def _hint(error: ValidationError) -> str:
         return "check the spelling; `seamspec schema` prints the whole schema"
     if error.validator == "type":
         return "YAML turned the value into another type; quote it if it should be a string"
+    if error.validator == "pattern" and isinstance(error.schema, dict):
+        meant = error.schema.get("description")
+        return f"expected {meant}" if isinstance(meant, str) else ""
     return ""
 
 

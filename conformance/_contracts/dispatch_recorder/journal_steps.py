@@ -11,12 +11,23 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from seamspec.conformance._core.errors import ImplementationError
+
 __all__ = ["tamper", "tamper_bytes"]
 
 
 def tamper_bytes(data: bytes, op: Mapping[str, Any]) -> bytes:
     """``data`` after one tampering operation (see the schema's ``tamper_journal``)."""
     lines = data.splitlines(keepends=True)
+    named = [op["flip_byte"]["entry"]] if "flip_byte" in op else list(op.get("swap", []))
+    named += [op[k] for k in ("delete", "duplicate") if k in op]
+    if any(int(i) >= len(lines) for i in named):
+        # The linter keeps indexes below the entries the turn can make: a shorter file is
+        # the implementation's (it journalled less), never an IndexError in the kit.
+        raise ImplementationError(
+            f"the kit was to tamper with journal entry {max(int(i) for i in named)}, but the "
+            f"journal file holds only {len(lines)} entr{'y' if len(lines) == 1 else 'ies'}"
+        )
     if "flip_byte" in op:
         entry, offset = int(op["flip_byte"]["entry"]), int(op["flip_byte"]["offset"])
         line = bytearray(lines[entry])

@@ -7,6 +7,7 @@ applies or which gate a step releases.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from seamspec.reference._shell_output.emitter import expected_exit, expected_output
@@ -14,6 +15,7 @@ from seamspec.reference._shell_output.emitter import expected_exit, expected_out
 __all__ = [
     "CALL_VERBS",
     "DEFAULT_CAP",
+    "SCRIPT_LIMIT",
     "behaviour_for",
     "budget",
     "cap",
@@ -29,6 +31,11 @@ SESSION_VERBS = ("open",)
 CALL_VERBS = (*PROCESS_VERBS, *SESSION_VERBS)
 HOOKS = ("on_output", "on_finish")
 DEFAULT_CAP = 1024 * 1024
+
+#: The most bytes an emitter script may take as JSON. The driver passes it as one
+#: command-line argument (see ``emitter_command``), and Linux refuses an argument longer
+#: than 128 KiB ("Argument list too long"); the rest is room for the gate folder's path.
+SCRIPT_LIMIT = 100_000
 
 PROCESS_FEATURE = "soo-process"
 SESSION_FEATURE = "soo-session"
@@ -115,6 +122,14 @@ def lint(data: dict[str, Any]) -> list[tuple[tuple[str | int, ...], str]]:
             if verb == "open" and "observer" not in body:
                 problems.append((at, "a session needs an observer"))
             gates |= script_gates(body.get("script", []))
+            size = len(json.dumps(body.get("script", [])))
+            if size > SCRIPT_LIMIT:
+                problems.append((
+                    (*at, "script"),
+                    f"the emitter script of {body['id']!r} is {size:,} bytes as JSON; the "
+                    f"limit is {SCRIPT_LIMIT:,}, because it is passed as one command-line "
+                    "argument (use `flood` steps for large output)",
+                ))  # fmt: skip
         elif verb in ("emit", "finish"):
             ident = body["id"] if verb == "emit" else body
             if calls.get(ident) != "open":

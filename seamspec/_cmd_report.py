@@ -61,11 +61,17 @@ def add_report_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser])
 
 def read_report(path: Path) -> dict[str, Any]:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(path.read_bytes())
     except OSError as error:
-        raise ReportError(f"{path}: cannot read: {error.strerror}") from None
+        raise ReportError(f"{path}: cannot read: {error.strerror or error}") from None
     except json.JSONDecodeError as error:
         raise ReportError(f"{path}:{error.lineno}: not JSON: {error.msg}") from None
+    except UnicodeDecodeError as error:
+        raise ReportError(
+            f"{path}: not a JSON report: byte {error.start} is not UTF-8 text ({error.reason})"
+        ) from None
+    except RecursionError:
+        raise ReportError(f"{path}: not a seamspec JSON report: nested too deep") from None
     try:
         jsonschema.validate(data, report_schema())
     except jsonschema.ValidationError as error:

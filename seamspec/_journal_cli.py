@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from seamspec._output import count
 from seamspec.reference import (
     KeyFileError,
     generate_keypair,
@@ -59,7 +60,7 @@ def add_journal_parser(subparsers: Any) -> None:
     )
     verify.add_argument(
         "--expect-entries",
-        type=int,
+        type=count(0),
         metavar="N",
         help="the number of entries an anchor kept elsewhere says there are "
         "(detects entries cut from the end)",
@@ -94,7 +95,14 @@ def _keygen(args: argparse.Namespace) -> int:
         if path.exists():
             print(f"error: {path} exists; refusing to overwrite a key", file=sys.stderr)
             return EXIT_USAGE
-    generate_keypair(args.private_key, args.public_key)
+    try:
+        generate_keypair(args.private_key, args.public_key)
+    except OSError as error:  # not a read: say which key file could not be written
+        print(
+            f"error: cannot write {error.filename or args.private_key}: {error.strerror or error}",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
     print(f"private key: {args.private_key} (mode 600; keep it secret)")
     print(f"public key:  {args.public_key}")
     return EXIT_OK

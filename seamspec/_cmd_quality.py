@@ -10,7 +10,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from seamspec._output import MAX_JOBS, count, error
+from seamspec._output import MAX_JOBS, count, error, output_problems
 from seamspec._progress import Counter
 from seamspec.conformance import catalogue, load_scenarios, rule_coverage
 from seamspec.conformance._core.catalogue import CONTRACTS
@@ -81,6 +81,9 @@ def coverage_problems(contract: str | None = None) -> list[str]:
 
 def cmd_mutants(args: argparse.Namespace, console: Console) -> int:
     """Exit 1 if any mutant survives or is caught only by scenarios not citing its rule."""
+    for problem in output_problems([("--report-json", args.report_json)]):
+        error(problem)
+        return 2
     scenarios = load_scenarios()
     jobs = args.jobs or os.cpu_count() or 1
     counter = Counter(len(mutant_names(args.contract)))
@@ -132,6 +135,9 @@ def cmd_fuzz(args: argparse.Namespace, console: Console) -> int:
     from seamspec.conformance._implementations import implementation_info
     from seamspec.conformance._quality.fuzz import FuzzUnavailable, fuzz, save_failure, strategies
 
+    for problem in output_problems([("--save-failures", args.save_failures)], folders=True):
+        error(problem)
+        return 2
     try:
         available = strategies()
     except FuzzUnavailable as problem:

@@ -10,7 +10,7 @@ from typing import Any
 import jsonschema
 from rich.console import Console
 
-from seamspec._output import error
+from seamspec._output import error, output_problems
 from seamspec.conformance._reports.json_junit import report_schema
 from seamspec.conformance._reports.summaries import badge_json, compare_reports, markdown_summary
 
@@ -94,6 +94,9 @@ def _emit(text: str, output: Path | None, console: Console) -> None:
 
 
 def cmd_report(args: argparse.Namespace, console: Console) -> int:
+    for problem in output_problems([("--output", args.output)]):
+        error(problem)
+        return 2
     try:
         reports = [read_report(p) for p in args.reports]
     except ReportError as problem:

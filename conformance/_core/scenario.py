@@ -222,8 +222,11 @@ def _schema_problems(file: str, loaded: LoadedYaml) -> list[Problem]:
 
 
 def _shorten(text: str, limit: int = 300) -> str:
-    """A message quotes the offending value: keep a 60 KiB string from filling the screen."""
-    return text if len(text) <= limit else f"{text[: limit - 40]}... ({len(text):,} characters)"
+    """A message quotes the offending value: keep a 60 KiB string from filling the screen
+    (the end stays: it says what is wrong with the value)."""
+    if len(text) <= limit:
+        return text
+    return f"{text[: limit - 100]} ...({len(text) - limit + 40:,} characters)... {text[-60:]}"
 
 
 def _first_required(error: ValidationError) -> str:

@@ -42,6 +42,9 @@ HOSTILE: dict[str, tuple[bytes, str, int]] = {
     "self-alias-list": (b"x: &r [*r]\n", "refers to a list or mapping that contains it", 1),
     "self-alias-map": (b"x: &r\n  y: *r\n", "refers to a list or mapping that contains it", 2),
     "brackets-500": (b"[" * 500 + b"]" * 500 + b"\n", "nested more than 32 deep", 1),
+    # PyYAML's scanner weighs every open bracket at every token: 3,000 took over a second
+    "brackets-3000": (b"x: " + b"[" * 3000 + b"\n", "nested more than 32 deep", 1),
+    "braces-3000": (b"x: " + b"{a: " * 3000 + b"\n", "nested more than 32 deep", 1),
     "mappings-300": (
         "".join("  " * i + f"k{i}:\n" for i in range(150)).encode() + b"  " * 300 + b"v\n",
         "nested more than 32 deep",
@@ -168,6 +171,17 @@ def test_wrong_types_at_the_top_level_are_schema_problems(tmp_path: Path) -> Non
         assert any(p.line == line and f"at {field}:" in p.message for p in problems), problems
 
 
+def test_a_line_break_quoted_from_a_file_stays_on_its_line(tmp_path: Path) -> None:
+    good = (SUITE / "write-observer-chain" / "woc-join-two-annotations.yaml").read_text("utf-8")
+    path = tmp_path / "woc-join-two-annotations.yaml"
+    path.write_text(good.replace("id: woc-join-two-annotations", 'id: "woc-join\\nx"'), "utf-8")
+    _, problems = validate_files([path])
+    assert problems
+    for problem in problems:
+        assert "\n" not in str(problem)
+    assert any("woc-join\\nx.yaml" in str(p) for p in problems)
+
+
 def test_a_fifo_is_refused_instead_of_blocking(tmp_path: Path) -> None:
     import os
 
@@ -274,6 +288,12 @@ def _variant(tmp_path: Path, relative: str, old: str, new: str) -> tuple[Path, i
             "tamper_journal: {swap: [0, 2]}",
             "tamper_journal: {swap: [2, 2]}",
             "names entry 2 twice",
+        ),
+        (
+            "dispatch-recorder/dr-cancel-during-rewrite-record.yaml",
+            "wait_record: {count: 1}",
+            "wait_record: {count: 1000}",
+            "waits for 1000 record calls, but the policy asks for only 1 mutation(s)",
         ),
         (
             "dispatch-recorder/dr-journal-deleted-entry-detected.yaml",

@@ -208,6 +208,17 @@ class _BoundedLoader(yaml.SafeLoader):
         #: (id of the parent node, item index or id of the key node) -> line of an alias
         self.alias_lines: dict[tuple[int, int], int] = {}
 
+    def fetch_flow_collection_start(self, token_class: Any) -> None:
+        """Stop ``[[[[...`` in the scanner: PyYAML weighs every open bracket at every token
+        (1,000 brackets on a line take a second), long before the composer sees them."""
+        super().fetch_flow_collection_start(token_class)  # type: ignore[misc]
+        if self.flow_level > self.limits.depth:
+            raise YamlProblem(
+                f"lists and mappings nested more than {self.limits.depth} deep",
+                self.line + 1,
+                "flatten the data; docs/scenarios.md lists the limits",
+            )
+
     def compose_node(self, parent: Any, index: Any) -> Any:
         event = self.peek_event()  # type: ignore[no-untyped-call]
         line = event.start_mark.line + 1

@@ -99,10 +99,11 @@ def tamper_index(op: dict[str, Any], entries: int) -> int:
 
 
 def journal_entries(given: dict[str, Any]) -> int:
-    """The most entries the turn can journal: one per mutation the policy asks for.
+    """The most records the turn can make, so the most entries it can journal: one per
+    mutation the policy asks for.
 
-    Fewer when a call is denied or the turn stops early, never more; a tampering step
-    that names an entry past this number could only ever crash the kit.
+    Fewer when a call is denied or the turn stops early, never more: a step that waits
+    for more records, or tampers with an entry past this number, could never run.
     """
     count = 0
     for _, call in calls_of(given):
@@ -167,6 +168,12 @@ def lint(data: dict[str, Any]) -> list[tuple[tuple[str | int, ...], str]]:
             problems.append(
                 (at, f"{verb} needs the journal recorder (`recorder: {{journal: true}}`)")
             )
+        elif verb == "wait_record" and int(body.get("count", 1)) > journal_entries(given):
+            problems.append((
+                at,
+                f"waits for {body.get('count', 1)} record calls, but the policy asks for "
+                f"only {journal_entries(given)} mutation(s), one record each",
+            ))  # fmt: skip
         elif verb == "tamper_journal" and entries is not None:
             why = _tamper_problem(body, entries)
             if why:

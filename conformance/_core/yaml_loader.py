@@ -43,7 +43,7 @@ class Limits:
     the kit."""
 
     #: bytes in the file
-    file_bytes: int = 256 * 1024
+    file_bytes: int = 128 * 1024
     #: lists and mappings inside each other, aliases expanded
     depth: int = 32
     #: alias uses (``*name``)

@@ -69,6 +69,7 @@ class Outcome:
     case: Case
     exit: int | None = None
     seconds: float = 0.0
+    cpu: float = 0.0  # CPU seconds: what the file costs, whatever else the machine does
     peak_mb: float = 0.0
     status: str | None = None  # the reference's, for a file that validated
     problems: list[str] = field(default_factory=list)
@@ -102,7 +103,7 @@ def _child(path: Path, run: bool, answer: Connection) -> None:
     soft, hard = resource.getrlimit(resource.RLIMIT_AS)
     resource.setrlimit(resource.RLIMIT_AS, (ADDRESS_SPACE, hard))
     err = io.StringIO()
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     try:
         from seamspec._cli import main
 
@@ -111,6 +112,7 @@ def _child(path: Path, run: bool, answer: Connection) -> None:
     except BaseException:
         out["traceback"] = traceback.format_exc()
     out["seconds"] = time.perf_counter() - started
+    out["cpu"] = time.process_time() - cpu
     out["peak_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     out["err"] = err.getvalue()
     resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
@@ -156,7 +158,7 @@ def check(case: Case, folder: Path, *, run: bool = True) -> Outcome:
         )
         return outcome
     outcome.exit = got.get("exit")
-    outcome.seconds, outcome.peak_mb = got["seconds"], got["peak_mb"]
+    outcome.seconds, outcome.cpu, outcome.peak_mb = got["seconds"], got["cpu"], got["peak_mb"]
     outcome.status = got.get("status")
     err = got["err"]
     outcome.problems = [line for line in err.splitlines() if line][:-1]
@@ -226,11 +228,13 @@ def figures(outcomes: list[Outcome]) -> str:
         f"{total['pass']} / {total['fail']} / {total['skip']} | **{total['violations']}** |"
     )
     slowest = max(outcomes, key=lambda o: o.seconds)
+    busiest = max(outcomes, key=lambda o: o.cpu)
     largest = max(outcomes, key=lambda o: o.peak_mb)
     lines += [
         "",
-        f"slowest validation: {slowest.seconds:.2f} s (case {slowest.case.index}, "
-        f"{slowest.case.mutator}); largest peak memory: {largest.peak_mb:.0f} MB "
+        f"slowest validation: {slowest.seconds:.2f} s wall (case {slowest.case.index}, "
+        f"{slowest.case.mutator}), {busiest.cpu:.2f} s CPU (case {busiest.case.index}, "
+        f"{busiest.case.mutator}); largest peak memory: {largest.peak_mb:.0f} MB "
         f"(case {largest.case.index}, {largest.case.mutator}); limits {MAX_SECONDS:g} s, {MAX_MB:g} MB",
     ]
     return "\n".join(lines)

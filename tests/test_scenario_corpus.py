@@ -22,24 +22,23 @@ import time
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from seamspec._cli import main
 from seamspec.conformance import validate_files
 from tests.scenario_corpus import MAX_SECONDS, Case, cases, check, figures
 from tests.scenario_mutations import MUTATORS, SEEDS, mutate
 
-hypothesis = pytest.importorskip("hypothesis")
-st = pytest.importorskip("hypothesis.strategies")
 
-
-@hypothesis.settings(
+@settings(
     max_examples=150,
     derandomize=True,
     deadline=None,
     database=None,
-    suppress_health_check=[hypothesis.HealthCheck.too_slow],
+    suppress_health_check=[HealthCheck.too_slow],
 )
-@hypothesis.given(
+@given(
     seed=st.sampled_from(SEEDS),
     mutator=st.sampled_from(sorted(MUTATORS)),
     rng=st.randoms(use_true_random=False),

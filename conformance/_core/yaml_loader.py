@@ -211,7 +211,7 @@ class _BoundedLoader(yaml.SafeLoader):
     def fetch_flow_collection_start(self, token_class: Any) -> None:
         """Stop ``[[[[...`` in the scanner: PyYAML weighs every open bracket at every token
         (1,000 brackets on a line take a second), long before the composer sees them."""
-        super().fetch_flow_collection_start(token_class)  # type: ignore[misc]
+        super().fetch_flow_collection_start(token_class)
         if self.flow_level > self.limits.depth:
             raise YamlProblem(
                 f"lists and mappings nested more than {self.limits.depth} deep",

@@ -95,7 +95,11 @@ def nesting(rng: random.Random, data: bytes) -> bytes:
 
 
 def size(rng: random.Random, data: bytes) -> bytes:
-    kind = rng.choice(["description", "string", "list", "keys", "file"])
+    kind = rng.choice(["description", "string", "list", "keys", "file", "near-file", "near-values"])
+    if kind == "near-file":  # the costliest file the limits allow: a comment read char by char
+        return data + b"# " + b"-" * (128 * 1024 - len(data) - rng.randint(10, 2000)) + b"\n"
+    if kind == "near-values":  # just under the value limit, each value schema-checked
+        return data + b"tags_: [" + b"a, " * rng.randint(1500, 1850) + b"a]\n"
     if kind == "description":
         body = b"x" * rng.choice([70_000, 300_000, 3_000_000])
         return re.sub(

@@ -135,6 +135,19 @@ def test_one_hostile_file_never_hides_the_others(
     assert err.rstrip().endswith("1 valid scenario file(s)")
 
 
+def test_run_refuses_a_hostile_folder_before_running_anything(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for name in ("laughs-9", "self-alias-list", "brackets-3000", "digits-5000"):
+        _write(tmp_path, name, HOSTILE[name][0])
+    assert main(["run", "--scenarios", str(tmp_path)]) == 2
+    captured = capsys.readouterr()
+    assert "Traceback" not in captured.err
+    assert len(_located(captured.err)) == 4
+    assert "nothing was run" in captured.err
+    assert captured.out == ""
+
+
 def test_a_problem_in_the_kit_is_reported_for_its_file_and_the_others_go_on(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

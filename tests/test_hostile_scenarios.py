@@ -19,6 +19,7 @@ from seamspec._cli import main
 from seamspec.conformance import validate_files
 from seamspec.conformance._contracts.dispatch_recorder.journal_steps import tamper_bytes
 from seamspec.conformance._contracts.shell_output.model import SCRIPT_LIMIT
+from seamspec.conformance._core import yaml_composer
 from seamspec.conformance._core.errors import ImplementationError
 from seamspec.conformance._core.yaml_loader import LIMITS, SAFE_INTEGER
 
@@ -69,9 +70,11 @@ HOSTILE: dict[str, tuple[bytes, str, int]] = {
     ),
     "invalid-utf8": (b"id: x\ntitle: caf\xc3\n", "not UTF-8 text", 2),
     "utf16": ("id: x\n".encode("utf-16"), "UTF-16", 1),
+    "utf16-without-bom": ("id: x\n".encode("utf-16-le"), "looks like UTF-16", 1),
+    "utf32": ("id: x\n".encode("utf-32"), "UTF-16 or UTF-32", 1),
     "control-character": (b"id: x\ntitle: a\x07b\n", "control character U+0007", 2),
     "nul-character": (b"id: x\n\ntitle: a\x00b\n", "control character U+0000", 3),
-    "lone-surrogate": (b'id: x\ntitle: "a\\ud800b"\n', "lone surrogate U+D800", 2),
+    "lone-surrogate": (b'id: x\ntitle: "a\\ud800b"\n', "lone surrogate", 2),
     "surrogate-pair-escapes": (b'id: x\ntitle: "\\ud83d\\ude00"\n', "lone surrogate", 2),
     "date": (b"id: x\ntitle: 2024-01-01\n", "as a date", 2),
     "binary": (b"id: x\ntitle: !!binary aGVsbG8=\n", "binary data", 2),
@@ -99,9 +102,20 @@ def _located(err: str) -> dict[str, list[tuple[int, str]]]:
     return found
 
 
+@pytest.fixture(params=["libyaml", "python"])
+def parser(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Both YAML parsers the loader can read events from: libyaml's, and PyYAML's own
+    for an install without libyaml."""
+    if request.param == "python":
+        monkeypatch.setattr(yaml_composer, "_C_LOADER", None)
+    elif yaml_composer._C_LOADER is None:
+        pytest.skip("PyYAML is installed without libyaml")
+    return str(request.param)
+
+
 @pytest.mark.parametrize("name", sorted(HOSTILE))
 def test_a_hostile_file_is_one_located_problem_at_once(
-    name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    name: str, parser: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     data, message, line = HOSTILE[name]
     path = _write(tmp_path, name, data)
@@ -382,3 +396,15 @@ def test_docs_state_the_limits() -> None:
         f"{SCRIPT_LIMIT:,}",
     ):
         assert figure in text, f"docs/scenarios.md does not state the limit {figure}"
+
+
+def test_both_parsers_read_the_shipped_suite_alike(monkeypatch: pytest.MonkeyPatch) -> None:
+    from seamspec.conformance._core.yaml_loader import load_yaml
+
+    files = sorted(SUITE.rglob("*.yaml"))
+    with_c = [load_yaml(f.read_text(encoding="utf-8")) for f in files]
+    monkeypatch.setattr(yaml_composer, "_C_LOADER", None)
+    for path, c in zip(files, with_c, strict=True):
+        python = load_yaml(path.read_text(encoding="utf-8"))
+        assert python.data == c.data, path
+        assert python._lines == c._lines, path

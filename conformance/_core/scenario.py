@@ -182,7 +182,8 @@ def _expand(paths: Sequence[Path]) -> tuple[list[Path], list[Problem]]:
     for path in paths:
         if path.is_dir():
             found = sorted(p for p in path.rglob("*.y*ml") if p.suffix in (".yaml", ".yml"))
-            # Only regular files: a FIFO named x.yaml would block the read for ever.
+            # A folder named x.yaml is skipped; any other file that is not a regular one
+            # (a FIFO would block the read for ever) is refused by read_text.
             files.extend(p for p in found if not p.is_dir())
         elif path.exists():
             files.append(path)

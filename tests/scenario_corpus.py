@@ -6,9 +6,10 @@ Every file is made from a shipped scenario by one of ``tests/scenario_mutations.
 mutators (byte flips, truncation, alias bombs, nesting, size, wrong types, YAML tags,
 encodings, ...), then checked in a forked child, so that its time and memory are its own:
 
-- ``seamspec validate FILE`` ends with exit 0 or 2, never a traceback, within 2 s and
-  200 MB (the child's peak resident memory, the imported kit included); on exit 2 every
-  problem line is ``FILE:LINE: message``;
+- ``seamspec validate FILE`` ends with exit 0 or 2, never a traceback, within 2 s of CPU
+  (and 10 s of wall time, which only a hang breaks on a loaded machine) and 200 MB (the
+  child's peak resident memory, the imported kit included); on exit 2 every problem line
+  is ``FILE:LINE: message``;
 - a file that validates is run on the reference, which must not end in ``error`` (the
   kit or the scenario broke, not the implementation) nor raise from the judges.
 
@@ -43,8 +44,11 @@ from tests.scenario_mutations import MUTATORS, SEEDS, mutate
 
 __all__ = ["Case", "Outcome", "cases", "check", "run_corpus"]
 
-#: What one file may cost to validate (the issue's promise).
+#: What one file may cost to validate (the issue's promise): CPU seconds, because on a
+#: shared machine (load 12 on 2 cores while these figures were taken) wall time is the
+#: scheduler's; and a wall-time bound far above it, which only a hang or a wait breaks.
 MAX_SECONDS = 2.0
+MAX_WALL_SECONDS = 10.0
 MAX_MB = 200.0
 #: The runner's limit for a valid file on the reference, and the parent's for a child.
 RUN_TIMEOUT = 30.0
@@ -172,8 +176,10 @@ def check(case: Case, folder: Path, *, run: bool = True) -> Outcome:
         outcome.violation = f"exit 0 with a message: {err[:300]!r}"
     elif any("bug in seamspec" in line for line in outcome.problems):
         outcome.violation = "the kit failed while checking: " + outcome.problems[0][:500]
-    elif outcome.seconds > MAX_SECONDS:
-        outcome.violation = f"validation took {outcome.seconds:.2f} s (limit {MAX_SECONDS:g})"
+    elif outcome.cpu > MAX_SECONDS:
+        outcome.violation = f"validation took {outcome.cpu:.2f} s of CPU (limit {MAX_SECONDS:g})"
+    elif outcome.seconds > MAX_WALL_SECONDS:
+        outcome.violation = f"validation took {outcome.seconds:.2f} s (limit {MAX_WALL_SECONDS:g})"
     elif outcome.peak_mb > MAX_MB:
         outcome.violation = f"peak memory {outcome.peak_mb:.0f} MB (limit {MAX_MB:g})"
     elif "run_traceback" in got:
@@ -235,7 +241,8 @@ def figures(outcomes: list[Outcome]) -> str:
         f"slowest validation: {slowest.seconds:.2f} s wall (case {slowest.case.index}, "
         f"{slowest.case.mutator}), {busiest.cpu:.2f} s CPU (case {busiest.case.index}, "
         f"{busiest.case.mutator}); largest peak memory: {largest.peak_mb:.0f} MB "
-        f"(case {largest.case.index}, {largest.case.mutator}); limits {MAX_SECONDS:g} s, {MAX_MB:g} MB",
+        f"(case {largest.case.index}, {largest.case.mutator}); limits {MAX_SECONDS:g} s of CPU, "
+        f"{MAX_WALL_SECONDS:g} s wall, {MAX_MB:g} MB",
     ]
     return "\n".join(lines)
 

@@ -77,6 +77,8 @@ HOSTILE: dict[str, tuple[bytes, str, int]] = {
     "lone-surrogate": (b'id: x\ntitle: "a\\ud800b"\n', "lone surrogate", 2),
     "surrogate-pair-escapes": (b'id: x\ntitle: "\\ud83d\\ude00"\n', "lone surrogate", 2),
     "date": (b"id: x\ntitle: 2024-01-01\n", "as a date", 2),
+    "explicit-bool": (b"id: x\nn: !!bool yes please\n", "cannot read 'yes please' as a bool", 2),
+    "explicit-timestamp": (b"id: x\nn: !!timestamp soon\n", "as a timestamp", 2),
     "binary": (b"id: x\ntitle: !!binary aGVsbG8=\n", "binary data", 2),
     "python-tag": (b"id: !!python/object/apply:os.system ['true']\n", "unsupported YAML tag", 1),
     "local-tag": (b"id: x\ntitle: !mine 3\n", "unsupported YAML tag", 2),
@@ -119,9 +121,9 @@ def test_a_hostile_file_is_one_located_problem_at_once(
 ) -> None:
     data, message, line = HOSTILE[name]
     path = _write(tmp_path, name, data)
-    started = time.perf_counter()
+    started = time.process_time()  # CPU: wall time on a shared CI machine is noise
     assert main(["validate", str(path)]) == 2
-    assert time.perf_counter() - started < 2.0
+    assert time.process_time() - started < 2.0
     err = capsys.readouterr().err
     assert "Traceback" not in err
     problems = _located(err)[str(path)]

@@ -50,9 +50,9 @@ def test_a_mutated_file_is_valid_or_located_problems(
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / seed.name
         path.write_bytes(data)
-        started = time.perf_counter()
+        started = time.process_time()  # CPU: wall time on a shared CI machine is noise
         scenarios, problems = validate_files([path])
-        assert time.perf_counter() - started < MAX_SECONDS
+        assert time.process_time() - started < MAX_SECONDS
         assert bool(scenarios) != bool(problems)
         for problem in problems:
             assert problem.file == str(path)

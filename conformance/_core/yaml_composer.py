@@ -273,7 +273,7 @@ class _Composer:
             raise YamlProblem(
                 f"unsupported YAML tag {tag!r}: scenarios are plain data", line
             ) from None
-        except (ValueError, OverflowError):
+        except Exception:  # an explicit tag on a value it cannot read: !!bool maybe, !!timestamp x
             raise YamlProblem(
                 f"YAML cannot read {event.value[:40]!r} as a {tag.rsplit(':', 1)[-1]}",
                 line,

@@ -9,12 +9,16 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from seamspec.conformance._contracts.dispatch_recorder.journal_lint import (
+    journal_problems,
+    most_entries,
+)
+
 __all__ = [
     "PRE_KINDS",
     "behaviour_for",
     "calls_of",
     "gates_of",
-    "journal_entries",
     "lint",
     "policy_for",
     "pre_kind",
@@ -98,39 +102,6 @@ def tamper_index(op: dict[str, Any], entries: int) -> int:
     raise ValueError(f"unknown tampering {op!r}")
 
 
-def journal_entries(given: dict[str, Any]) -> int:
-    """The most records the turn can make, so the most entries it can journal: one per
-    mutation the policy asks for.
-
-    Fewer when a call is denied or the turn stops early, never more: a step that waits
-    for more records, or tampers with an entry past this number, could never run.
-    """
-    count = 0
-    for _, call in calls_of(given):
-        policy = policy_for(given, call["id"])
-        count += (pre_kind(policy) in PRE_KINDS) + ("redact" in policy)
-    return count
-
-
-def _tamper_problem(op: dict[str, Any], entries: int) -> str | None:
-    """Why ``op`` cannot apply to a journal of at most ``entries`` entries, or None."""
-    if "flip_byte" in op:
-        named = [int(op["flip_byte"]["entry"])]
-    elif "swap" in op:
-        named = [int(i) for i in op["swap"]]
-        if len(set(named)) < len(named):
-            return f"swap names entry {named[0]} twice: nothing would change"
-    else:
-        named = [int(op[k]) for k in ("delete", "duplicate") if k in op]
-    past = [i for i in named if i >= entries]
-    if past:
-        return (
-            f"entry {past[0]} does not exist: this scenario's journal holds at most "
-            f"{entries} entr{'y' if entries == 1 else 'ies'} at this step (0 is the first)"
-        )
-    return None
-
-
 def lint(data: dict[str, Any]) -> list[tuple[tuple[str | int, ...], str]]:
     """Cross-references the schema cannot express: ids, gates and features must line up."""
     problems: list[tuple[tuple[str | int, ...], str]] = []
@@ -151,7 +122,6 @@ def lint(data: dict[str, Any]) -> list[tuple[tuple[str | int, ...], str]]:
         problems.append((("requires",), "a journal recorder needs `requires: [signed-journal]`"))
     gates = gates_of(given)
     turns: set[str] = set()
-    entries: int | None = journal_entries(given)
     for index, step in enumerate(when):
         verb = step_verb(step)
         body = step[verb]
@@ -168,22 +138,14 @@ def lint(data: dict[str, Any]) -> list[tuple[tuple[str | int, ...], str]]:
             problems.append(
                 (at, f"{verb} needs the journal recorder (`recorder: {{journal: true}}`)")
             )
-        elif verb == "wait_record" and int(body.get("count", 1)) > journal_entries(given):
+        elif verb == "wait_record" and int(body.get("count", 1)) > most_entries(given):
             problems.append((
                 at,
                 f"waits for {body.get('count', 1)} record calls, but the policy asks for "
-                f"only {journal_entries(given)} mutation(s), one record each",
+                f"only {most_entries(given)} mutation(s), one record each",
             ))  # fmt: skip
-        elif verb == "tamper_journal" and entries is not None:
-            why = _tamper_problem(body, entries)
-            if why:
-                problems.append((at, why))
-            # After a cut, the number of whole entries left depends on their sizes.
-            entries = (
-                None
-                if "truncate_bytes" in body
-                else entries + ("duplicate" in body) - ("delete" in body)
-            )
+    if journal:
+        problems.extend(journal_problems(data))
     late = any(b.get("late") for b in _behaviours(recorder, "record"))
     if late and "release_late" not in {step_verb(s) for s in when}:
         problems.append((("when",), "a `late` record needs a `release_late` step"))

@@ -181,7 +181,9 @@ class _Composer:
             raise YamlProblem(
                 f"more than {self.limits.values:,} values {what or 'in one file'}",
                 line,
-                f"split it into several scenarios; {_LIMITS_HINT}",
+                f"write the values in full, or fewer of them; {_LIMITS_HINT}"
+                if what
+                else f"split it into several scenarios; {_LIMITS_HINT}",
             )
         if depth > self.limits.depth:
             raise YamlProblem(

@@ -25,6 +25,7 @@ from seamspec._wire_cli import (
 )
 from seamspec._wire_cli import add_run_options as add_wire_run_options
 from seamspec.conformance import (
+    Adapter,
     ImplementationInfo,
     Runner,
     RunResult,
@@ -287,7 +288,7 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
             result = runner.run(chosen, stop=stop)
         printer.finish()
     finally:
-        adapter.close()
+        close_problem = _close(adapter)
         if reference is not None:
             reference.close()
     print_problems(console, result)
@@ -297,7 +298,23 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
         error(f"cannot write {problem.filename}: {problem.strerror or problem}")
         return EXIT_USAGE
     _print_verdict(args, result, console, info, chosen)
+    if close_problem:
+        error(f"{close_problem}; the run fails (exit 1), its verdict on the scenarios stands")
+        return EXIT_FAILED
     return EXIT_OK if result.ok else EXIT_FAILED
+
+
+def _close(adapter: Adapter) -> str | None:
+    """Close the implementation; a ``close()`` that raises is its error, never a traceback.
+
+    The run's results stand (they were judged before), but the run exits 1: an adapter
+    that cannot shut down cleanly is an implementation problem the CI must see.
+    """
+    try:
+        adapter.close()
+    except Exception as problem:
+        return f"the implementation's close() raised {type(problem).__name__}: {problem}"
+    return None
 
 
 def _write_outputs(

@@ -165,6 +165,29 @@ def test_an_adapter_that_breaks_before_any_scenario_is_a_usage_error(
         assert str(tmp_path / "hostile_adapter.py") in line
 
 
+def test_a_close_that_raises_fails_the_run_in_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The scenarios were judged, so the verdict stands; the run still exits 1, no traceback."""
+    (tmp_path / "closing_adapter.py").write_text(
+        "from seamspec.conformance import PythonAdapter, WriteObserverChainDriver\n"
+        "from seamspec.conformance._contracts.write_observer_chain.reference_adapter import (\n"
+        "    ReferenceWriteObservers,\n)\n"
+        "class A(PythonAdapter):\n"
+        "    def close(self):\n"
+        "        raise RuntimeError('socket already gone')\n"
+        "adapter = A(name='bad-close', version='1',\n"
+        "            drivers=[WriteObserverChainDriver(ReferenceWriteObservers())])\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "closing_adapter", raising=False)
+    assert main(["run", "-q", *ONE_SCENARIO, "--impl", "closing_adapter:adapter"]) == 1
+    captured = capsys.readouterr()
+    line = _one_error_line(captured.err)
+    assert "close() raised RuntimeError: socket already gone; the run fails (exit 1)" in line
+    assert "CONFORMS" in captured.out
+
+
 def test_fuzz_without_hypothesis_says_which_extra(tmp_path: Path) -> None:
     """Run in a child whose import of hypothesis fails, as in an install without [fuzz]."""
     blocker = tmp_path / "sitecustomize.py"

@@ -14,7 +14,9 @@ Watch the kit catch one::
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
+import subprocess
 import sys
 import threading
 from collections.abc import Sequence
@@ -311,6 +313,14 @@ class _TimeoutDropsOutput(ShellRunner):
         )
 
 
+class _KillsLeaderOnly(ShellRunner):
+    """Ends a timed-out command by killing the child alone, not its process group."""
+
+    def _kill(self, process: subprocess.Popen[bytes]) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            process.kill()
+
+
 class _IdForRefused(ShellRunner):
     """Takes the invocation ID before asking the policy, so a refused command uses one up."""
 
@@ -420,6 +430,7 @@ _ALL = [
     _m("soo-cancel-finishes", "SOO-CANCEL", _CancelFinishes),
     _m("soo-timeout-finishes", "SOO-TIMEOUT", _TimeoutFinishes),
     _m("soo-timeout-drops-output", "SOO-TIMEOUT-RESULT", _TimeoutDropsOutput),
+    _m("soo-kills-leader-only", "SOO-TIMEOUT-GROUP", _KillsLeaderOnly),
     _m("soo-envelope-from-observer", "SOO-ENVELOPE", _EnvelopeFromObserver),
     _m("soo-refused-after-observing", "SOO-DENIED", _RefusedAfterObserving),
     _m("soo-id-for-refused", "SOO-DENIED-NO-ID", _IdForRefused),

@@ -146,12 +146,24 @@ class _Oracle(History):
                 allowed=allowed,
             )
         if call.verb != "open":
-            self.check_result(call, panicked=panic_at is not None, finish_raised=finish_raised)
+            self.check_result(
+                call,
+                panicked=panic_at is not None,
+                finish_raised=finish_raised,
+                shown=delivered,
+            )
         self.check_waits(name, call)
 
-    def check_result(self, call: Call, *, panicked: bool, finish_raised: bool) -> None:
+    def check_result(
+        self,
+        call: Call,
+        *,
+        panicked: bool,
+        finish_raised: bool,
+        shown: dict[str, bytes] | None = None,
+    ) -> None:
         for rule, message in check_envelope(
-            self, call, panicked=panicked, finish_raised=finish_raised
+            self, call, panicked=panicked, finish_raised=finish_raised, shown=shown
         ):
             self.flag(rule, message)
 

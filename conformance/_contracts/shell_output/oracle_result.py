@@ -23,8 +23,14 @@ Violation = tuple[str, str]
 
 
 def check_envelope(
-    history: History, call: Call, *, panicked: bool, finish_raised: bool
+    history: History,
+    call: Call,
+    *,
+    panicked: bool,
+    finish_raised: bool,
+    shown: dict[str, bytes] | None = None,
 ) -> list[Violation]:
+    """The call's result against its script; ``shown`` is what its observer was given."""
     end = call.end
     if end is None:
         return []
@@ -48,7 +54,7 @@ def check_envelope(
         return []
     result = end.get("result", {})
     if result.get("timed_out"):
-        return _timed_out(history, call, result)
+        return _timed_out(history, call, result, shown or {})
     if expected_exit(script) is None:
         return [("SOO-TIMEOUT", f"{call.ident}: a command that hangs returned without timing out")]
     written = expected_output(script)
@@ -65,7 +71,9 @@ def check_envelope(
     ]
 
 
-def _timed_out(history: History, call: Call, result: dict[str, object]) -> list[Violation]:
+def _timed_out(
+    history: History, call: Call, result: dict[str, object], shown: dict[str, bytes]
+) -> list[Violation]:
     out: list[Violation] = []
     if time_limit(history.given, call.body) is None:
         out.append(("SOO-TIMEOUT", f"{call.ident}: timed out with no time limit"))
@@ -85,6 +93,16 @@ def _timed_out(history: History, call: Call, result: dict[str, object]) -> list[
                     "SOO-TIMEOUT-RESULT",
                     f"{call.ident}: {s} of the timed-out result is {got!r}, "
                     "not what the child wrote before it was killed",
+                )
+            )
+        elif len(got) < min(len(shown.get(s, b"")), history.cap):
+            # The runner captures every byte before offering it: what the observer was
+            # shown had been read, so the result must hold it (this needs no clock).
+            out.append(
+                (
+                    "SOO-TIMEOUT-RESULT",
+                    f"{call.ident}: the timed-out result's {s} ({got!r}) lacks output the "
+                    f"observer had already been shown ({shown[s]!r})",
                 )
             )
     if call.group_alive:

@@ -214,6 +214,14 @@ class _DeliversAfterPanic(ObservationSession):
         pass
 
 
+class _CancelWaitsForCallback(ObservationSession):
+    """cancel() gives a callback in flight up to 2 s to return before it returns itself."""
+
+    def cancel(self) -> None:
+        super().cancel()
+        self.join(2.0)
+
+
 class _CancelFinishes(ObservationSession):
     """Treats cancellation as completion: drains the queue, then on_finish."""
 
@@ -262,6 +270,40 @@ class _SerializingRunner(ShellRunner):
         return session
 
 
+class _LockPerObserver(ObservationSession):
+    """Holds a lock per observer object around each callback (sessions keyed by observer)."""
+
+    locks: dict[int, threading.Lock]
+
+    def _deliver(self, stream: ShellOutputStream, chunk: bytes) -> None:
+        with self.locks.setdefault(id(self.observer), threading.Lock()):
+            super()._deliver(stream, chunk)
+
+    def _call_finish(self) -> None:
+        with self.locks.setdefault(id(self.observer), threading.Lock()):
+            super()._call_finish()
+
+
+class _OneObserverOneLane(ShellRunner):
+    """Serializes the invocations that share an observer object, so it never sees two at once."""
+
+    session_class = _LockPerObserver
+
+    def observe(self, observer: Any) -> ObservationSession:
+        session = super().observe(observer)
+        assert isinstance(session, _LockPerObserver)
+        session.locks = self.__dict__.setdefault("_observer_locks", {})
+        return session
+
+
+class _IdsSkip(ShellRunner):
+    """Numbers invocations 1, 3, 5...: unique and increasing, but leaving a gap each time."""
+
+    def observe(self, observer: Any) -> ObservationSession:
+        self._ids.take()
+        return super().observe(observer)
+
+
 class _IdsForAll(ShellRunner):
     """Takes an invocation ID for every command, observed or not."""
 
@@ -280,6 +322,24 @@ class _WaitsForObserver(ShellRunner):
             pending = list(self._sessions)
         await anyio.to_thread.run_sync(lambda: [s.join() for s in pending], abandon_on_cancel=True)
         return result
+
+
+class _CancelJoinsPresenter(ShellRunner):
+    """On cancellation, waits (up to 2 s) for the observer's callback before unwinding."""
+
+    def _stop(self, session: ObservationSession | None) -> None:
+        super()._stop(session)
+        if session is not None:
+            session.join(2.0)
+
+
+class _TimeoutJoinsPresenter(ShellRunner):
+    """On the time limit, gives the observer up to 2 s to finish its callback first."""
+
+    def _on_timeout(self, session: ObservationSession | None) -> None:
+        super()._on_timeout(session)
+        if session is not None:
+            session.join(2.0)
 
 
 class _TimeoutFinishes(ShellRunner):
@@ -420,6 +480,8 @@ _ALL = [
     _m("soo-thread-per-callback", "SOO-SERIAL", _ThreadPerCallback),
     _m("soo-one-presenter", "SOO-ISOLATION", _SerializingRunner),
     _m("soo-ids-for-all", "SOO-IDS", _IdsForAll),
+    _m("soo-ids-skip", "SOO-IDS", _IdsSkip),
+    _m("soo-one-lane-per-observer", "SOO-ISOLATION", _OneObserverOneLane),
     _m("soo-held-until-end", "SOO-LIVE", _HeldUntilEnd),
     _m("soo-bounded-queue", "SOO-NO-STALL", _BoundedQueue),
     _m("soo-finish-drops-queue", "SOO-FINISH", _FinishDropsQueue),
@@ -428,6 +490,9 @@ _ALL = [
     _m("soo-delivers-after-panic", "SOO-PANIC", _DeliversAfterPanic),
     _m("soo-finish-panic-breaks-observer", "SOO-FINISH-PANIC", _FinishPanicRunner),
     _m("soo-cancel-finishes", "SOO-CANCEL", _CancelFinishes),
+    _m("soo-cancel-waits-for-callback", "SOO-CANCEL", _CancelWaitsForCallback),
+    _m("soo-cancel-joins-presenter", "SOO-CANCEL", _CancelJoinsPresenter),
+    _m("soo-timeout-joins-presenter", "SOO-NO-STALL", _TimeoutJoinsPresenter),
     _m("soo-timeout-finishes", "SOO-TIMEOUT", _TimeoutFinishes),
     _m("soo-timeout-drops-output", "SOO-TIMEOUT-RESULT", _TimeoutDropsOutput),
     _m("soo-kills-leader-only", "SOO-TIMEOUT-GROUP", _KillsLeaderOnly),

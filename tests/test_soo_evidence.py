@@ -126,10 +126,42 @@ def test_an_id_report_that_contradicts_the_callbacks_is_caught() -> None:
     assert "but its observer was called with" in result.detail
 
 
+class _TakesSilently(ShellRunner):
+    """Takes an ID for every unobserved command and says nothing about it."""
+
+    async def run(self, argv: Sequence[str], **kwargs: Any) -> ShellResult:
+        if kwargs.get("observer") is None:
+            self._ids.take()
+        return await super().run(argv, **kwargs)
+
+
+class _ReportsNothing(ShellRunner):
+    """A runner that never calls on_invocation: the kit learns IDs from the callbacks."""
+
+    async def run(self, argv: Sequence[str], **kwargs: Any) -> ShellResult:
+        kwargs["on_invocation"] = None
+        return await super().run(argv, **kwargs)
+
+
 def test_an_id_consumed_silently_is_seen_from_the_gap() -> None:
-    """soo-ids-for-all takes an ID for unobserved calls and reports nothing about it."""
-    result = _run(MUTANTS["soo-ids-for-all"].implementation(), "soo-ids-only-observed")[
-        "soo-ids-only-observed"
-    ]
+    result = _run(_Built(_TakesSilently), "soo-ids-only-observed")["soo-ids-only-observed"]
     assert "SOO-IDS" in _oracle_rules(result), result.detail
     assert "unobserved call(s) ['c'] consumed an ID" in result.detail
+    assert "took ID" not in result.detail  # nothing was reported: only the gap shows it
+
+
+def test_ids_come_from_the_callbacks_when_nothing_is_reported() -> None:
+    results = _run(_Built(_ReportsNothing), *ID_SCENARIOS)
+    bad = {k: r.detail for k, r in results.items() if r.status != "pass"}
+    assert not bad, bad
+
+
+#: The fixtures above, for tests/soo_oracle_coverage.py (the oracle branches they reach).
+FIXTURES: dict[str, Callable[[], ReferenceShellOutput]] = {
+    "fixture:drain-unreported": lambda: _Built(
+        MUTANTS["soo-deliver-on-drain"].runner, report_threads=False
+    ),
+    "fixture:reports-another-id": lambda: _Built(_ReportsAnotherId),
+    "fixture:takes-silently": lambda: _Built(_TakesSilently),
+    "fixture:reports-nothing": lambda: _Built(_ReportsNothing),
+}

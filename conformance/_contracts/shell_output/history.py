@@ -44,6 +44,8 @@ class Call:
     #: The ID the implementation reported taking, and where in the trace.
     reported: int | None = None
     invocation_at: int | None = None
+    #: Where the call began (``run_start``): anything traced before it came before it.
+    start_at: int | None = None
     end: dict[str, Any] | None = None
     end_at: int | None = None
     finish_at: int | None = None
@@ -96,6 +98,8 @@ class History:
                 self.waits.append((i, e))
             elif call is None:
                 continue
+            elif kind == "run_start":
+                call.start_at = i
             elif kind == "invocation":
                 call.reported, call.invocation_at = int(e["invocation"]), i
             elif kind == "run_end":
@@ -159,10 +163,23 @@ class History:
             if call.invocation_at is None:
                 call.invocation_at = seen[observed]
 
-    def created_in_order(self) -> list[Call]:
-        """Calls that took an ID, in the order they took it (or were first seen)."""
+    def with_ids(self) -> list[Call]:
+        """The calls that took an ID, lowest ID first."""
         took = [c for c in self.calls.values() if c.invocation is not None]
-        return sorted(took, key=lambda c: (c.invocation_at or 0, c.step))
+        return sorted(took, key=lambda c: (c.invocation or 0, c.step))
+
+    @staticmethod
+    def created_before(first: Call, second: Call) -> bool:
+        """Whether ``first`` certainly took its ID before ``second`` was even started.
+
+        Only then does "IDs increase in creation order" say which must be lower: two calls
+        started back to back may take their IDs in either order.
+        """
+        return (
+            first.invocation_at is not None
+            and second.start_at is not None
+            and first.invocation_at < second.start_at
+        )
 
     def in_flight(self, at: int, *, exclude: int | None = None) -> set[int]:
         """Invocations with a callback entered but not exited at trace index ``at``."""

@@ -30,13 +30,15 @@ from seamspec.conformance._contracts.shell_output.driver import ShellOutputDrive
 from seamspec.conformance._contracts.shell_output.reference_adapter import ReferenceShellOutput
 from seamspec.conformance._core.python_adapter import PythonAdapter
 from seamspec.reference import (
+    InvocationIds,
     ObservationSession,
     SessionPhase,
     ShellOutputStream,
     ShellResult,
     ShellRunner,
 )
-from seamspec.reference._shell_output.session import Item, _Finish
+from seamspec.reference._shell_output.runner import CommandFailed
+from seamspec.reference._shell_output.session import Item, _Finish, log
 
 __all__ = ["MUTANTS", "Mutant", "mutant_adapter"]
 
@@ -305,12 +307,61 @@ class _IdsSkip(ShellRunner):
 
 
 class _IdsForAll(ShellRunner):
-    """Takes an invocation ID for every command, observed or not."""
+    """Takes (and reports) an invocation ID for every command, observed or not."""
 
     async def run(self, argv: Sequence[str], **kwargs: Any) -> ShellResult:
         if kwargs.get("observer") is None:
-            self._ids.take()
+            taken = self._ids.take()
+            if kwargs.get("on_invocation") is not None:
+                kwargs["on_invocation"](taken)
         return await super().run(argv, **kwargs)
+
+
+class _FrozenIds(InvocationIds):
+    def take(self) -> int:
+        return 1
+
+
+class _SameId(ShellRunner):
+    """Gives every invocation the same ID (its counter never moves on)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs["ids"] = _FrozenIds()
+        super().__init__(**kwargs)
+
+
+class _CountdownIds(InvocationIds):
+    def __init__(self) -> None:
+        super().__init__()
+        self._down = 1_000_000
+
+    def take(self) -> int:
+        with self._lock:
+            self._down -= 1
+            return self._down
+
+
+class _IdsCountDown(ShellRunner):
+    """Hands out IDs from a counter stepped the wrong way: unique, but decreasing."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs["ids"] = _CountdownIds()
+        super().__init__(**kwargs)
+
+
+class _NumbersChunks(ObservationSession):
+    """Passes a running chunk number as the invocation ID, not the invocation's own ID."""
+
+    def _deliver(self, stream: ShellOutputStream, chunk: bytes) -> None:
+        self.__dict__["_n"] = self.__dict__.get("_n", self.invocation) + 1
+        self.observer.on_output(self.__dict__["_n"], stream, chunk)
+
+
+class _WrongIdInCallbacks(ObservationSession):
+    """Calls the observer with the ID one above the one the invocation took."""
+
+    def _deliver(self, stream: ShellOutputStream, chunk: bytes) -> None:
+        self.observer.on_output(self.invocation + 1, stream, chunk)
 
 
 class _WaitsForObserver(ShellRunner):
@@ -340,6 +391,85 @@ class _TimeoutJoinsPresenter(ShellRunner):
         super()._on_timeout(session)
         if session is not None:
             session.join(2.0)
+
+
+class _CancelWaitsForChild(ShellRunner):
+    """Lets the child run on for up to 6 s before honouring a cancellation ("graceful")."""
+
+    async def run(self, argv: Sequence[str], **kwargs: Any) -> ShellResult:
+        try:
+            return await super().run(argv, **kwargs)
+        except anyio.get_cancelled_exc_class():
+            with anyio.CancelScope(shield=True):
+                await anyio.sleep(6.0)
+            raise
+
+
+class _TimeoutNotFlagged(ShellRunner):
+    """Reports a timed-out command as an ordinary exit, code -9, as subprocess shows SIGKILL."""
+
+    async def run(self, argv: Sequence[str], **kwargs: Any) -> ShellResult:
+        result = await super().run(argv, **kwargs)
+        if not result.timed_out:
+            return result
+        return replace(result, exit_code=-9, timed_out=False)
+
+
+class _TimeoutMessage(ShellRunner):
+    """Returns upstream ShellTool's timed-out envelope: no output, its own stderr message."""
+
+    async def run(self, argv: Sequence[str], **kwargs: Any) -> ShellResult:
+        result = await super().run(argv, **kwargs)
+        if not result.timed_out:
+            return result
+        message = f"command timed out after {int(kwargs.get('timeout') or 0)}s".encode()
+        return replace(
+            result, stdout=b"", stderr=message, stdout_truncated=False, stderr_truncated=False
+        )
+
+
+class _RefusalOnlyLogged(ShellRunner):
+    """Logs a policy refusal and runs the command anyway."""
+
+    def _check_policy(self, argv: list[str]) -> None:
+        reason = self._policy(argv) if self._policy is not None else None
+        if reason is not None:
+            log.warning("policy refused %s (%s); running it anyway", argv[:1], reason)
+
+
+class _SpawnErrorAsResult(ShellRunner):
+    """Reports a program that cannot be spawned as exit code 127, like a shell would."""
+
+    async def run(self, argv: Sequence[str], **kwargs: Any) -> ShellResult:
+        try:
+            return await super().run(argv, **kwargs)
+        except CommandFailed:
+            return ShellResult(127, b"", b"", False, False, False)
+
+    def _on_spawn_error(self, session: ObservationSession | None) -> None:
+        self._complete(session)
+
+
+class _PanicFailsTheCall(ShellRunner):
+    """Reports an observer that raised to the caller by failing the call."""
+
+    session_class = _RecordsDelivered
+
+    def observe(self, observer: Any) -> ObservationSession:
+        session = super().observe(observer)
+        assert isinstance(session, _RecordsDelivered)
+        _LAST_SESSION.set(session)
+        return session
+
+    async def run(self, argv: Sequence[str], **kwargs: Any) -> ShellResult:
+        _LAST_SESSION.set(None)
+        result = await super().run(argv, **kwargs)
+        session = _LAST_SESSION.get()
+        if session is not None:
+            await anyio.to_thread.run_sync(session.join, 1.0)
+            if session._disabled:
+                raise RuntimeError("the shell-output observer failed")
+        return result
 
 
 class _TimeoutFinishes(ShellRunner):
@@ -481,6 +611,10 @@ _ALL = [
     _m("soo-one-presenter", "SOO-ISOLATION", _SerializingRunner),
     _m("soo-ids-for-all", "SOO-IDS", _IdsForAll),
     _m("soo-ids-skip", "SOO-IDS", _IdsSkip),
+    _m("soo-same-id", "SOO-IDS", _SameId),
+    _m("soo-ids-count-down", "SOO-IDS", _IdsCountDown),
+    _m("soo-numbers-chunks", "SOO-IDS", _NumbersChunks),
+    _m("soo-wrong-id-in-callbacks", "SOO-IDS", _WrongIdInCallbacks),
     _m("soo-one-lane-per-observer", "SOO-ISOLATION", _OneObserverOneLane),
     _m("soo-held-until-end", "SOO-LIVE", _HeldUntilEnd),
     _m("soo-bounded-queue", "SOO-NO-STALL", _BoundedQueue),
@@ -492,6 +626,12 @@ _ALL = [
     _m("soo-cancel-finishes", "SOO-CANCEL", _CancelFinishes),
     _m("soo-cancel-waits-for-callback", "SOO-CANCEL", _CancelWaitsForCallback),
     _m("soo-cancel-joins-presenter", "SOO-CANCEL", _CancelJoinsPresenter),
+    _m("soo-cancel-waits-for-child", "SOO-CANCEL", _CancelWaitsForChild),
+    _m("soo-timeout-not-flagged", "SOO-TIMEOUT", _TimeoutNotFlagged),
+    _m("soo-timeout-message", "SOO-TIMEOUT-RESULT", _TimeoutMessage),
+    _m("soo-refusal-only-logged", "SOO-DENIED", _RefusalOnlyLogged),
+    _m("soo-spawn-error-as-result", "SOO-ERROR-NO-FINISH", _SpawnErrorAsResult),
+    _m("soo-panic-fails-the-call", "SOO-PANIC", _PanicFailsTheCall),
     _m("soo-timeout-joins-presenter", "SOO-NO-STALL", _TimeoutJoinsPresenter),
     _m("soo-timeout-finishes", "SOO-TIMEOUT", _TimeoutFinishes),
     _m("soo-timeout-drops-output", "SOO-TIMEOUT-RESULT", _TimeoutDropsOutput),

@@ -22,21 +22,25 @@ Violation = tuple[str, str]
 
 def check_ids(history: History) -> list[Violation]:
     out = list(history.id_problems)
-    ordered = [c for c in history.created_in_order() if not c.refused]
+    ordered = [c for c in history.with_ids() if not c.refused]
     ids = [c.invocation for c in ordered]
     if len(set(ids)) != len(ids):
         out.append(("SOO-IDS", f"invocation IDs repeat: {_named(ordered)}"))
-    for before, after in pairwise(ordered):
-        if (after.invocation or 0) <= (before.invocation or 0):
-            if (after.invocation or 0) < (before.invocation or 0):
+    for first in ordered:
+        for second in ordered:
+            if history.created_before(first, second) and (second.invocation or 0) < (
+                first.invocation or 0
+            ):
                 out.append(
                     (
                         "SOO-IDS",
-                        f"invocation IDs do not increase in creation order: {_named(ordered)}",
+                        f"{first.ident} took ID {first.invocation} before {second.ident} "
+                        f"started, yet {second.ident} got the lower ID {second.invocation}",
                     )
                 )
-            continue
-        out.extend(_gap(history, before, after))
+    for before, after in pairwise(ordered):
+        if (after.invocation or 0) > (before.invocation or 0):
+            out.extend(_gap(history, before, after))
     for call in history.calls.values():
         if call.reported is not None and call.observer is None:
             out.append(
@@ -56,7 +60,11 @@ def check_ids(history: History) -> list[Violation]:
 
 
 def _gap(history: History, before: Call, after: Call) -> list[Violation]:
-    """What may have consumed the IDs between two observed calls, and whether it could."""
+    """What may have consumed the IDs between two observed calls with adjacent IDs.
+
+    The calls that could have taken the IDs in between are those whose steps lie between
+    the two calls' steps.
+    """
     gap = (after.invocation or 0) - (before.invocation or 0)
     lo, hi = sorted((before.step, after.step))
     between = [c for c in history.calls.values() if lo < c.step < hi]

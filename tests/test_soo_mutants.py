@@ -10,8 +10,9 @@ and with the **oracle naming the rule** in that same result: a catch by the scen
 never counts: a mutant caught only by crashing or hanging tells nothing about the rule's
 scenarios.
 
-The controls (the reference, on both anyio backends) must pass everything under the
-strict profile, or a "caught" mutant might be caught for the wrong reason.
+The controls must pass everything under the strict profile, or a "caught" mutant might be
+caught for the wrong reason: the reference on both anyio backends, and the outsider
+batch's own base implementation, which its variants differ from in one place.
 """
 
 from __future__ import annotations
@@ -31,13 +32,15 @@ from seamspec.conformance import (
     load_scenarios,
 )
 from seamspec.conformance._contracts.shell_output.mutants import MUTANTS, mutant_adapter
+from seamspec.conformance._contracts.shell_output.outsiders import base as outsider_base
+from seamspec.conformance._contracts.shell_output.outsiders import batch1
 from seamspec.conformance._core.runner import Finding
 from seamspec.conformance._implementations import reference_adapter
 
 from ._mutant_matrix import describe
 
 CONTRACT = "shell-output"
-CONTROLS = ("reference-asyncio", "reference-trio")
+CONTROLS = ("reference-asyncio", "reference-trio", "outsider-base-1")
 
 #: Scenarios run side by side: most of a run is spent waiting for children and gates,
 #: and no mutant's verdict hinges on timing (bounds are gated and generous).
@@ -74,6 +77,8 @@ def _run(adapter_name: str, scenarios: list[Scenario]) -> list[ScenarioResult]:
 
 
 def _adapter(name: str) -> Adapter:
+    if name == "outsider-base-1":
+        return outsider_base.build()
     if name in CONTROLS:
         return reference_adapter(name.removeprefix("reference-"))
     return mutant_adapter(name)
@@ -136,3 +141,16 @@ def test_soo_mutants_load_as_adapters() -> None:
     assert info.name == "seamspec-mutant-soo-shared-budget"
     assert info.details["breaks"] == "SOO-BUDGET"
     assert info.contracts == ("shell-output",)
+
+
+def test_outsider_batch_is_registered_whole() -> None:
+    """Every variant of the batch is a mutant, under its own name, rule and statement."""
+    for name, variant in batch1.MUTANTS.items():
+        assert name.startswith("out-soo-")
+        mutant = MUTANTS[name]
+        assert (mutant.rule, mutant.statement) == (variant.rule, variant.statement)
+        assert mutant.origin == "outsider batch 1"
+    assert len(batch1.MUTANTS) == 16
+    assert load_adapter("mutant:out-soo-late-chunk-after-finish").info().details["origin"] == (
+        "outsider batch 1"
+    )

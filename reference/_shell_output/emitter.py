@@ -5,8 +5,8 @@ console script). A scenario can only ever run this program, with its script as d
 a scenario file can never become an arbitrary command line. Any adapter, in any
 language, runs it as an ordinary command.
 
-The script is a JSON object ``{"gates": DIR, "alive": FILE, "steps": [...]}``; each step
-is one of:
+The script is a JSON object ``{"gates": DIR, "reached": DIR, "alive": FILE, "steps":
+[...]}``; each step is one of:
 
 - ``{"out": TEXT}`` / ``{"err": TEXT}``: write the UTF-8 bytes of TEXT to stdout/stderr;
 - ``{"out_hex": HEX}`` / ``{"err_hex": HEX}``: write raw bytes (may be invalid UTF-8);
@@ -19,6 +19,10 @@ is one of:
 - ``{"grandchild": "hang"}``: fork a grandchild that keeps stdout and stderr open and
   blocks until killed, then go on at once. It stays in the emitter's process group, so
   killing the group is what ends it; killing only the emitter leaves the pipes open.
+
+``reached`` (optional) is a folder: before waiting on gate NAME the emitter creates the
+file ``reached/NAME``, so the kit knows that everything the script writes before that
+gate has been written to the pipes.
 
 ``alive`` (optional) is how the kit sees, on its own, whether any process of this
 invocation is still running: the emitter opens FILE, takes a shared ``flock`` on it and
@@ -141,8 +145,11 @@ def run(script: dict[str, Any]) -> int:
     gates = Path(script.get("gates", "."))
     if script.get("alive"):
         _hold_alive_lock(str(script["alive"]))
+    reached = Path(script["reached"]) if script.get("reached") else None
     for step in script["steps"]:
         if "wait" in step:
+            if reached is not None:
+                (reached / str(step["wait"])).touch()
             while not (gates / str(step["wait"])).exists():
                 time.sleep(GATE_POLL)
         elif "sleep" in step:

@@ -61,6 +61,8 @@ MISSING_PROGRAM = "/nonexistent/seamspec-missing-program"
 GROUP_GRACE = 2.0
 #: How long the driver looks for a child's pipe readers before it releases a gate.
 PROBE_LIMIT = 0.2
+#: How long the driver waits for a running child to reach a gate it is about to release.
+REACH_LIMIT = 2.0
 
 
 def emitter_command(script: Mapping[str, Any]) -> list[str]:
@@ -250,7 +252,8 @@ class _Run:
         finally:
             self._release_all()
             for left in self.alive_dir.iterdir():
-                evidence.kill_survivors(left)
+                if left.is_file():
+                    evidence.kill_survivors(left)
         idle = await anyio.to_thread.run_sync(self.shell.wait_idle, WAIT_LIMIT)
         self.tracer.emit("idle", ok=bool(idle))
         return self.tracer.events
@@ -350,11 +353,16 @@ class _Run:
         self.tracer.emit("cancel_returned", call=ident, elapsed=time.monotonic() - started)
 
     async def _probe_readers(self, gate: str) -> None:
-        """Before a child's gate opens, label the threads that read its pipes (see module doc).
+        """Before a child's gate opens: wait until the child is there, then find its readers.
 
-        The child is waiting on the gate, so whoever drains its pipes is blocked reading
-        them; the driver looks for at most :data:`PROBE_LIMIT`, until a reader of each
-        stream is found.
+        A running child whose script waits on the gate is first given up to
+        :data:`REACH_LIMIT` to reach it (the emitter marks it), so everything it writes
+        before the gate is in the pipes. Then whoever drains those pipes reads it and
+        blocks reading again; the driver looks for such threads for at most
+        :data:`PROBE_LIMIT`, until a reader of each stream is found, and labels them
+        (see the module's docstring). Found readers also mean the output before the gate
+        has been read and offered, which makes what follows the release deterministic
+        for implementations that read on threads.
         """
         waiting = [
             body["id"]
@@ -363,8 +371,12 @@ class _Run:
             for body in [step[step_verb(step)]]
             if body["id"] in self.running and any(s.get("wait") == gate for s in body["script"])
         ]
-        deadline = time.monotonic() + PROBE_LIMIT
         for ident in waiting:
+            mark = self.alive_dir / f"{ident}.reached" / gate
+            deadline = time.monotonic() + REACH_LIMIT
+            while ident in self.running and not mark.exists() and time.monotonic() < deadline:
+                await anyio.sleep(0.002)
+            deadline = time.monotonic() + PROBE_LIMIT
             while True:
                 found = evidence.pipe_readers(self.alive_dir / ident)
                 for tids in found.values():
@@ -418,9 +430,12 @@ class _Run:
     ) -> None:
         ident = body["id"]
         done = self.done.setdefault(ident, anyio.Event())
+        reached = self.alive_dir / f"{ident}.reached"
+        reached.mkdir()
         script = {
             "call": ident,
             "gates": str(self.gate_dir),
+            "reached": str(reached),
             "alive": str(self.alive_dir / ident),
             "steps": body.get("script", []),
         }

@@ -229,8 +229,9 @@ class History:
             return "SOO-TIMEOUT", call.end_at or 0, "the time limit"
         if end.get("outcome") == "raised":
             return "SOO-ERROR-NO-FINISH", call.end_at or 0, "the invocation failed"
-        if end.get("outcome") == "cancelled":
-            return "SOO-CANCEL", call.end_at or 0, "the kit cancelled it"
+        # A call the kit itself had to cancel (it hung) is judged by what held it up
+        # (``kit_timeout``), not by its callbacks: whether it had completed, and so owed
+        # on_finish, before the kit gave up is something the trace cannot tell.
         return None
 
     def completed(self, call: Call) -> bool:

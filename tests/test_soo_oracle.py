@@ -38,7 +38,7 @@ def _rules(findings: list[tuple[str, str]]) -> set[str]:
 
 def test_a_timeout_without_a_time_limit_is_soo_timeout() -> None:
     request = _request("soo-exit-code-and-streams")  # no time limit anywhere
-    trace = [
+    trace: list[dict[str, Any]] = [
         {"type": "thread", "role": "caller", "invocation": None, "thread": "t1"},
         {"type": "run_start", "call": "a"},
         {"type": "run_end", "call": "a", "outcome": "returned", "result": _result()},
@@ -50,7 +50,7 @@ def test_a_timeout_without_a_time_limit_is_soo_timeout() -> None:
 
 def test_a_bounded_call_without_elapsed_is_judged_under_the_bound() -> None:
     request = _request("soo-timeout-result-silent-child")  # run a, within 1.5, timeout 0.3
-    trace = [
+    trace: list[dict[str, Any]] = [
         {"type": "thread", "role": "caller", "invocation": None, "thread": "t1"},
         {"type": "run_start", "call": "a"},
         {"type": "run_end", "call": "a", "outcome": "returned", "result": _result()},
@@ -62,7 +62,7 @@ def test_a_bounded_call_without_elapsed_is_judged_under_the_bound() -> None:
 
 def test_a_bounded_cancel_without_elapsed_is_soo_cancel() -> None:
     request = _request("soo-session-cancel-returns-within")
-    trace = [
+    trace: list[dict[str, Any]] = [
         {"type": "thread", "role": "caller", "invocation": None, "thread": "t1"},
         {"type": "run_start", "call": "s"},
         {"type": "invocation", "call": "s", "invocation": 7},
@@ -77,7 +77,7 @@ def test_a_bounded_cancel_without_elapsed_is_soo_cancel() -> None:
 
 def test_a_call_that_never_ended_is_no_result_finding_and_no_crash() -> None:
     request = _request("soo-exit-code-and-streams")
-    trace = [
+    trace: list[dict[str, Any]] = [
         {"type": "thread", "role": "caller", "invocation": None, "thread": "t1"},
         {"type": "run_start", "call": "a"},
         {"type": "idle", "ok": True},

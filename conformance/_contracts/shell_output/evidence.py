@@ -117,7 +117,7 @@ def pipe_readers(path: Path) -> dict[str, set[int]]:
                 fields = Path(f"/proc/self/task/{tid}/syscall").read_text().split()
                 if fields[0] == "running" or int(fields[0]) not in reads:
                     continue
-                stream = ours.get(int(fields[1], 16))
-                if stream is not None:
-                    found.setdefault(stream, set()).add(int(tid))
+                reading = ours.get(int(fields[1], 16))
+                if reading is not None:
+                    found.setdefault(reading, set()).add(int(tid))
     return found

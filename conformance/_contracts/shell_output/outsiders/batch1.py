@@ -270,7 +270,7 @@ class SharedPresenterSession(ObservationSession):
 
 
 class SharedPresenterShell(ShellRunner):
-    session_class = SharedPresenterSession
+    session_class: type[ObservationSession] = SharedPresenterSession
 
     def __init__(self, **kw: Any) -> None:
         super().__init__(**kw)

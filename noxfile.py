@@ -188,10 +188,23 @@ def typecheck(session: nox.Session) -> None:
     ``seamspec.reference`` and ``seamspec.conformance`` live in top-level folders mapped
     by setuptools, which mypy cannot follow from the source tree.
     """
-    session.install(".[typecheck,test]", "nox")
+    session.install(".[typecheck]", "nox")
     with session.chdir(session.create_tmp()):
         session.run("mypy", "-p", "seamspec")
     session.run("mypy", "tests", "noxfile.py", "docs/examples", "benchmarks")
+
+
+@nox.session(python=PYTHON)
+def power_loss(session: nox.Session) -> None:
+    """The journal's power-loss simulation, 10,000 trials (docs/reliability.md, "Journal").
+
+    Outside the default run: it takes a couple of minutes. Extra arguments go to the
+    simulation (``nox -s power_loss -- --trials 500 --seed 7``).
+    """
+    session.install(".")
+    session.run(
+        "python", "tests/journal_power_loss.py", *(session.posargs or ["--trials", "10000"])
+    )
 
 
 @nox.session(python=PYTHON)

@@ -133,12 +133,12 @@ class _CancelJoinsPresenter(ShellRunner):
 
 
 class _TimeoutJoinsPresenter(ShellRunner):
-    """On the time limit, gives the observer up to 2 s to finish its callback first."""
+    """On the time limit, gives the observer up to 3 s to finish its callback first."""
 
     def _on_timeout(self, session: ObservationSession | None) -> None:
         super()._on_timeout(session)
         if session is not None:
-            session.join(2.0)
+            session.join(3.0)
 
 
 class _CancelWaitsForChild(ShellRunner):

@@ -172,14 +172,31 @@ def run(script: dict[str, Any]) -> int:
     return 0
 
 
+_USAGE = (
+    "usage: seamspec-emitter SCRIPT_JSON  (or python -m seamspec.reference._shell_output.emitter)"
+)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
+    if args in (["-h"], ["--help"]):
+        print(f"{_USAGE}\n\n{__doc__ or ''}".rstrip())
+        return 0
     if len(args) != 1:
+        print(f"{_USAGE}; see --help", file=sys.stderr)
+        return 2
+    try:
+        script = json.loads(args[0])
+    except ValueError as error:
+        print(f"seamspec-emitter: SCRIPT_JSON is not JSON ({error}); see --help", file=sys.stderr)
+        return 2
+    if not isinstance(script, dict) or not isinstance(script.get("steps"), list):
         print(
-            "usage: python -m seamspec.reference._shell_output.emitter SCRIPT_JSON", file=sys.stderr
+            'seamspec-emitter: SCRIPT_JSON must be an object {"steps": [...]}; see --help',
+            file=sys.stderr,
         )
         return 2
-    return run(json.loads(args[0]))
+    return run(script)
 
 
 if __name__ == "__main__":

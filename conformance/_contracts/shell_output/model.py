@@ -7,6 +7,7 @@ applies or which gate a step releases.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from seamspec.reference._shell_output.emitter import (
@@ -19,6 +20,7 @@ __all__ = [
     "CALL_VERBS",
     "DEFAULT_CAP",
     "LIVE_BUDGET_FEATURE",
+    "SCRIPT_LIMIT",
     "behaviour_for",
     "budget",
     "cancel_target",
@@ -37,6 +39,11 @@ SESSION_VERBS = ("open",)
 CALL_VERBS = (*PROCESS_VERBS, *SESSION_VERBS)
 HOOKS = ("on_output", "on_finish")
 DEFAULT_CAP = 1024 * 1024
+
+#: The most bytes an emitter script may take as JSON. The driver passes it as one
+#: command-line argument (see ``emitter_command``), and Linux refuses an argument longer
+#: than 128 KiB ("Argument list too long"); the rest is room for the gate folder's path.
+SCRIPT_LIMIT = 100_000
 
 PROCESS_FEATURE = "soo-process"
 SESSION_FEATURE = "soo-session"
@@ -162,6 +169,14 @@ def lint(data: dict[str, Any]) -> list[tuple[tuple[str | int, ...], str]]:
                         "(SOO-CANCEL); a plain run's duration is the child's",
                     )
                 )
+            size = len(json.dumps(body.get("script", [])))
+            if size > SCRIPT_LIMIT:
+                problems.append((
+                    (*at, "script"),
+                    f"the emitter script of {body['id']!r} is {size:,} bytes as JSON; the "
+                    f"limit is {SCRIPT_LIMIT:,}, because it is passed as one command-line "
+                    "argument (use `flood` steps for large output)",
+                ))  # fmt: skip
         elif verb in ("emit", "finish"):
             ident = body["id"] if verb == "emit" else body
             if calls.get(ident) != "open":

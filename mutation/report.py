@@ -1,0 +1,224 @@
+"""What a mutation run found, as a table, a survivor list, JSON, and the docs section.
+
+The docs section of ``docs/quality.md`` between the ``mutation:begin`` and
+``mutation:end`` markers is written by ``python mutation/run.py --update-doc`` from a
+full run, never by hand.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from selection import Equivalent, ModuleSpec, Mutant
+
+__all__ = [
+    "ModuleResult",
+    "as_json",
+    "markdown_table",
+    "problems",
+    "progress_line",
+    "survivors_text",
+    "update_doc",
+]
+
+BEGIN = "<!-- mutation:begin (written by `nox -s mutation`; do not edit by hand) -->"
+END = "<!-- mutation:end -->"
+
+
+@dataclass
+class ModuleResult:
+    """What one module's session found."""
+
+    spec: ModuleSpec
+    proposed: int = 0
+    annotations: int = 0
+    invalid: int = 0
+    out_of_scope: int = 0
+    not_sampled: int = 0
+    equivalent: list[tuple[Mutant, Equivalent]] = field(default_factory=list)
+    open: dict[str, Equivalent] = field(default_factory=dict)
+    killed: list[Mutant] = field(default_factory=list)
+    timeouts: int = 0
+    survived: list[tuple[Mutant, str]] = field(default_factory=list)
+    broken: list[tuple[Mutant, str]] = field(default_factory=list)
+    baseline_seconds: float = 0.0
+    seconds: float = 0.0
+
+    @property
+    def mutants(self) -> int:
+        """Every mutant in scope: run (killed, survived, broken) or known equivalent."""
+        return len(self.killed) + len(self.survived) + len(self.broken) + len(self.equivalent)
+
+    @property
+    def score(self) -> float | None:
+        """Killed over non-equivalent mutants, in percent (None if none was run)."""
+        judged = len(self.killed) + len(self.survived) + len(self.broken)
+        return 100.0 * len(self.killed) / judged if judged else None
+
+
+def _score(result: ModuleResult) -> str:
+    return "n/a" if result.score is None else f"{result.score:.1f}%"
+
+
+def progress_line(result: ModuleResult) -> str:
+    return (
+        f"{result.spec.key}: {len(result.killed)} killed, {len(result.survived)} survived, "
+        f"{len(result.equivalent)} equivalent, score {_score(result)} "
+        f"({result.seconds:.0f} s; suite {result.baseline_seconds:.1f} s)"
+    )
+
+
+def markdown_table(results: Sequence[ModuleResult]) -> str:
+    rows = [
+        "| module | contract | mutants | killed | of which by time-out | survived | equivalent | score |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in results:
+        scope = " (scope: " + ", ".join(f"`{s}`" for s in r.spec.scope) + ")" if r.spec.scope else ""
+        rows.append(
+            f"| `{r.spec.key}`{scope} | {r.spec.contract} | {r.mutants} | {len(r.killed)} "
+            f"| {r.timeouts} | {len(r.survived)} | {len(r.equivalent)} | {_score(r)} |"
+        )
+    killed = sum(len(r.killed) for r in results)
+    judged = sum(len(r.killed) + len(r.survived) + len(r.broken) for r in results)
+    total = f"{100.0 * killed / judged:.1f}%" if judged else "n/a"
+    rows.append(
+        f"| all | | {sum(r.mutants for r in results)} | {killed} "
+        f"| {sum(r.timeouts for r in results)} | {sum(len(r.survived) for r in results)} "
+        f"| {sum(len(r.equivalent) for r in results)} | {total} |"
+    )
+    notes = [
+        "",
+        f"Not counted: {sum(r.annotations for r in results)} mutations inside type "
+        "annotations (never evaluated: every module has `from __future__ import "
+        f"annotations`), {sum(r.invalid for r in results)} that leave no valid Python (cosmic-ray "
+        "reads the bare `*` of a parameter list as a multiplication) and "
+        f"{sum(r.out_of_scope for r in results)} outside a module's scope.",
+    ]
+    sampled = sum(r.not_sampled for r in results)
+    if sampled:
+        notes.append(f"A sample: {sampled} mutants were left out (--sample).")
+    broken = sum(len(r.broken) for r in results)
+    if broken:
+        notes.append(f"{broken} mutants could not be run (counted as not killed).")
+    return "\n".join(rows + notes)
+
+
+def survivors_text(results: Sequence[ModuleResult]) -> str:
+    lines = []
+    for r in results:
+        for mutant, diff in r.survived:
+            entry = r.open.get(mutant.job_id)
+            status = f"open: {entry.reason}" if entry else "NOT TRIAGED"
+            lines.append(f"\nsurvived: {r.spec.key} {mutant.describe()} [{status}]")
+            lines.extend("    " + line for line in diff.splitlines()[2:])
+        for mutant, why in r.broken:
+            lines.append(f"\nnot run: {r.spec.key} {mutant.describe()}: {why[-500:]}")
+    return "\n".join(lines)
+
+
+def problems(results: Sequence[ModuleResult], fail_under: float) -> list[str]:
+    """Why the run fails: a low score, an untriaged survivor, a stale open entry."""
+    found = []
+    for r in results:
+        if r.score is not None and r.score < fail_under:
+            found.append(f"{r.spec.key}: score {_score(r)} is below {fail_under:g}%")
+        survivors = {m.job_id for m, _ in r.survived}
+        for mutant, _ in r.survived:
+            if mutant.job_id not in r.open:
+                found.append(
+                    f"{r.spec.key}: {mutant.describe()} survived and is not triaged: write a "
+                    "scenario that kills it, or list it in mutation/equivalents.yaml"
+                )
+        for mutant in r.killed:
+            entry = r.open.get(mutant.job_id)
+            if entry is not None and mutant.job_id not in survivors:
+                found.append(
+                    f"{r.spec.key}: {entry.describe()} is killed now: remove it from `open`"
+                )
+        for mutant, why in r.broken:
+            found.append(f"{r.spec.key}: {mutant.describe()} could not be run: {why[-200:]}")
+    return found
+
+
+def _mutant_json(mutant: Mutant) -> dict[str, Any]:
+    return {
+        "where": mutant.where,
+        "line": mutant.line,
+        "col": mutant.col,
+        "code": mutant.code,
+        "operator": mutant.operator,
+        "occurrence": mutant.occurrence,
+    }
+
+
+def as_json(results: Sequence[ModuleResult]) -> list[dict[str, Any]]:
+    return [
+        {
+            "module": r.spec.path,
+            "contract": r.spec.contract,
+            "mutants": r.mutants,
+            "killed": len(r.killed),
+            "timeouts": r.timeouts,
+            "survived": [
+                {**_mutant_json(m), "diff": diff, "open": m.job_id in r.open}
+                for m, diff in r.survived
+            ],
+            "equivalent": [{**_mutant_json(m), "reason": e.reason} for m, e in r.equivalent],
+            "not_run": [{**_mutant_json(m), "why": why} for m, why in r.broken],
+            "annotations": r.annotations,
+            "invalid": r.invalid,
+            "out_of_scope": r.out_of_scope,
+            "not_sampled": r.not_sampled,
+            "score": r.score,
+            "seconds": round(r.seconds, 1),
+        }
+        for r in results
+    ]
+
+
+def _escape(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def doc_section(results: Sequence[ModuleResult], equivalents: Sequence[Equivalent]) -> str:
+    lines = [BEGIN, "", markdown_table(results), ""]
+    left = [(r, m) for r in results for m, _ in r.survived]
+    if left:
+        lines += ["Survivors left, and why no scenario kills them yet:", ""]
+        lines += ["| module | where | line | mutation | why |", "|---|---|---|---|---|"]
+        for r, m in left:
+            entry = r.open.get(m.job_id)
+            why = _escape(entry.reason) if entry else "not triaged"
+            lines.append(
+                f"| `{r.spec.key}` | `{m.where}` | `{_escape(m.code)}` | {m.operator} | {why} |"
+            )
+        lines.append("")
+    lines += [
+        f"Equivalent mutants ({len(equivalents)}, from `mutation/equivalents.yaml`; "
+        "skipped on every run and counted in the table's `equivalent` column):",
+        "",
+        "| module | where | line | mutation | why it is equivalent |",
+        "|---|---|---|---|---|",
+    ]
+    for e in equivalents:
+        lines.append(
+            f"| `{e.module}` | `{e.where}` | `{_escape(e.line)}` | {e.operator} | {_escape(e.reason)} |"
+        )
+    lines += ["", END]
+    return "\n".join(lines)
+
+
+def update_doc(
+    path: Path, results: Sequence[ModuleResult], equivalents: Sequence[Equivalent]
+) -> None:
+    text = path.read_text(encoding="utf-8")
+    pattern = re.compile(re.escape(BEGIN) + ".*?" + re.escape(END), re.DOTALL)
+    if not pattern.search(text):
+        raise SystemExit(f"error: {path} has no {BEGIN} ... {END} block to replace")
+    section = doc_section(results, equivalents)
+    path.write_text(pattern.sub(lambda _: section, text), encoding="utf-8")

@@ -60,6 +60,10 @@ class ModuleResult:
         return 100.0 * len(self.killed) / judged if judged else None
 
 
+def _kind(result: ModuleResult, kind: str) -> int:
+    return sum(entry.kind == kind for _, entry in result.equivalent)
+
+
 def _score(result: ModuleResult) -> str:
     return "n/a" if result.score is None else f"{result.score:.1f}%"
 
@@ -74,14 +78,18 @@ def progress_line(result: ModuleResult) -> str:
 
 def markdown_table(results: Sequence[ModuleResult]) -> str:
     rows = [
-        "| module | contract | mutants | killed | of which by time-out | survived | equivalent | score |",
-        "|---|---|---|---|---|---|---|---|",
+        "| module | contract | mutants | killed | of which by time-out | survived "
+        "| equivalent | outside the contract | score |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in results:
-        scope = " (scope: " + ", ".join(f"`{s}`" for s in r.spec.scope) + ")" if r.spec.scope else ""
+        scope = (
+            " (scope: " + ", ".join(f"`{s}`" for s in r.spec.scope) + ")" if r.spec.scope else ""
+        )
         rows.append(
             f"| `{r.spec.key}`{scope} | {r.spec.contract} | {r.mutants} | {len(r.killed)} "
-            f"| {r.timeouts} | {len(r.survived)} | {len(r.equivalent)} | {_score(r)} |"
+            f"| {r.timeouts} | {len(r.survived)} | {_kind(r, 'equivalent')} "
+            f"| {_kind(r, 'outside-contract')} | {_score(r)} |"
         )
     killed = sum(len(r.killed) for r in results)
     judged = sum(len(r.killed) + len(r.survived) + len(r.broken) for r in results)
@@ -89,9 +97,14 @@ def markdown_table(results: Sequence[ModuleResult]) -> str:
     rows.append(
         f"| all | | {sum(r.mutants for r in results)} | {killed} "
         f"| {sum(r.timeouts for r in results)} | {sum(len(r.survived) for r in results)} "
-        f"| {sum(len(r.equivalent) for r in results)} | {total} |"
+        f"| {sum(_kind(r, 'equivalent') for r in results)} "
+        f"| {sum(_kind(r, 'outside-contract') for r in results)} | {total} |"
     )
     notes = [
+        "",
+        "score = killed / (mutants - equivalent - outside the contract). A mutant is killed "
+        "when `seamspec run --contract <contract> -q -x` fails on it, or runs past the "
+        "per-mutant limit.",
         "",
         f"Not counted: {sum(r.annotations for r in results)} mutations inside type "
         "annotations (never evaluated: every module has `from __future__ import "
@@ -151,6 +164,7 @@ def _mutant_json(mutant: Mutant) -> dict[str, Any]:
         "line": mutant.line,
         "col": mutant.col,
         "code": mutant.code,
+        "to": mutant.to,
         "operator": mutant.operator,
         "occurrence": mutant.occurrence,
     }
@@ -168,7 +182,9 @@ def as_json(results: Sequence[ModuleResult]) -> list[dict[str, Any]]:
                 {**_mutant_json(m), "diff": diff, "open": m.job_id in r.open}
                 for m, diff in r.survived
             ],
-            "equivalent": [{**_mutant_json(m), "reason": e.reason} for m, e in r.equivalent],
+            "equivalent": [
+                {**_mutant_json(m), "kind": e.kind, "reason": e.reason} for m, e in r.equivalent
+            ],
             "not_run": [{**_mutant_json(m), "why": why} for m, why in r.broken],
             "annotations": r.annotations,
             "invalid": r.invalid,
@@ -190,24 +206,25 @@ def doc_section(results: Sequence[ModuleResult], equivalents: Sequence[Equivalen
     left = [(r, m) for r in results for m, _ in r.survived]
     if left:
         lines += ["Survivors left, and why no scenario kills them yet:", ""]
-        lines += ["| module | where | line | mutation | why |", "|---|---|---|---|---|"]
+        lines += ["| module | where | line | mutated to | why |", "|---|---|---|---|---|"]
         for r, m in left:
             entry = r.open.get(m.job_id)
             why = _escape(entry.reason) if entry else "not triaged"
             lines.append(
-                f"| `{r.spec.key}` | `{m.where}` | `{_escape(m.code)}` | {m.operator} | {why} |"
+                f"| `{r.spec.key}` | `{m.where}` | `{_escape(m.code)}` | `{_escape(m.to)}` | {why} |"
             )
         lines.append("")
     lines += [
-        f"Equivalent mutants ({len(equivalents)}, from `mutation/equivalents.yaml`; "
-        "skipped on every run and counted in the table's `equivalent` column):",
+        f"Equivalent mutants and mutants outside the contract ({len(equivalents)}, from "
+        "`mutation/equivalents.yaml`; skipped on every run, and counted in the table):",
         "",
-        "| module | where | line | mutation | why it is equivalent |",
-        "|---|---|---|---|---|",
+        "| module | where | line | mutated to | kind | why |",
+        "|---|---|---|---|---|---|",
     ]
     for e in equivalents:
         lines.append(
-            f"| `{e.module}` | `{e.where}` | `{_escape(e.line)}` | {e.operator} | {_escape(e.reason)} |"
+            f"| `{e.module}` | `{e.where}` | `{_escape(e.line)}` | `{_escape(e.to)}` | {e.kind} "
+            f"| {_escape(e.reason)} |"
         )
     lines += ["", END]
     return "\n".join(lines)

@@ -39,12 +39,13 @@ import shutil
 import subprocess
 import sys
 import time
+import warnings
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-import report
 import cosmic_ray.plugins
+import report
 from cosmic_ray.mutating import mutate_code
 from cosmic_ray.work_db import WorkDB, use_db
 from cosmic_ray.work_item import TestOutcome, WorkerOutcome, WorkResult
@@ -91,7 +92,9 @@ def _stage(spec: ModuleSpec, work: Path) -> Path:
 
 def _target(spec: ModuleSpec) -> str:
     """The mutated file, relative to the stage: ``seamspec/reference/_room/module.py``."""
-    return str(Path("seamspec") / _TREES[Path(spec.path).parts[0]] / Path(*Path(spec.path).parts[1:]))
+    return str(
+        Path("seamspec") / _TREES[Path(spec.path).parts[0]] / Path(*Path(spec.path).parts[1:])
+    )
 
 
 def _env(stage: Path) -> dict[str, str]:
@@ -148,28 +151,39 @@ def _write_config(path: Path, spec: ModuleSpec, command: list[str], timeout: flo
 def _cosmic_ray(stage: Path, *args: str, log: Path) -> None:
     command = [sys.executable, "-m", "cosmic_ray.cli", *args]
     with log.open("a", encoding="utf-8") as out:
-        done = subprocess.run(command, cwd=stage, env=_env(stage), stdout=out, stderr=out, check=False)
+        done = subprocess.run(
+            command, cwd=stage, env=_env(stage), stdout=out, stderr=out, check=False
+        )
     if done.returncode != 0:
         raise RuntimeError(f"cosmic-ray {args[0]} failed (exit {done.returncode}); see {log}")
 
 
-def _invalid(source: str, proposals: list[tuple[str, str, int, Any, Any]]) -> set[str]:
-    """The job IDs whose mutated module does not compile."""
-    found = set()
-    for job_id, operator_name, occurrence, _, _ in proposals:
+def _mutated_lines(
+    source: str, proposals: list[tuple[str, str, int, Any, Any]]
+) -> dict[str, str | None]:
+    """Each job's mutated line (stripped), or None if its mutated module does not compile."""
+    lines = source.splitlines()
+    found: dict[str, str | None] = {}
+    for job_id, operator_name, occurrence, start, _ in proposals:
         operator = cosmic_ray.plugins.get_operator(operator_name)()
         mutated = mutate_code(source, operator, occurrence)
         try:
-            compile(mutated or source, "<mutant>", "exec", dont_inherit=True)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", SyntaxWarning)  # `x is 0`: still a mutant
+                compile(mutated or source, "<mutant>", "exec", dont_inherit=True)
         except SyntaxError:
-            found.add(job_id)
+            found[job_id] = None
+            continue
+        after = (mutated or source).splitlines()
+        found[job_id] = after[start[0] - 1].strip() if len(after) == len(lines) else "<removed>"
     return found
 
 
 def _skip(db: WorkDB, mutants: list[Mutant], why: str) -> None:
     if mutants:
         db.set_multiple_results(
-            [m.job_id for m in mutants], WorkResult(output=why, worker_outcome=WorkerOutcome.SKIPPED)
+            [m.job_id for m in mutants],
+            WorkResult(output=why, worker_outcome=WorkerOutcome.SKIPPED),
         )
 
 
@@ -209,7 +223,12 @@ def run_module(
                  tuple(mutation.start_pos), tuple(mutation.end_pos))
             )  # fmt: skip
         verdict = classify(
-            spec, source, proposals, equivalents, open_entries, invalid=_invalid(source, proposals)
+            spec,
+            source,
+            proposals,
+            equivalents,
+            open_entries=open_entries,
+            mutated=_mutated_lines(source, proposals),
         )
         result.open = verdict.open
         result.proposed = len(proposals)
@@ -255,7 +274,9 @@ def run_module(
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--module", action="append", default=[], help="a module (path, or its end)")
-    parser.add_argument("-j", "--jobs", type=int, default=2, help="sessions side by side (default 2)")
+    parser.add_argument(
+        "-j", "--jobs", type=int, default=2, help="sessions side by side (default 2)"
+    )
     parser.add_argument("--sample", type=int, metavar="N", help="run only N mutants per module")
     parser.add_argument("--seed", type=int, default=20261201, help="seed of --sample")
     parser.add_argument("--fail-under", type=float, default=90.0, metavar="PERCENT")

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import ast
 import random
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,9 +28,10 @@ from typing import Any
 import yaml
 
 __all__ = [
+    "KINDS",
     "Equivalent",
-    "Mutant",
     "ModuleSpec",
+    "Mutant",
     "SelectionError",
     "Verdict",
     "classify",
@@ -44,6 +45,9 @@ CONTRACT_OF_ROOM = {
     "_shell_output": "shell-output",
     "_dispatch_recorder": "dispatch-recorder",
 }
+
+
+KINDS = ("equivalent", "outside-contract")
 
 
 class SelectionError(ValueError):
@@ -76,9 +80,11 @@ class Mutant:
     end: tuple[int, int]
     where: str
     code: str
+    #: the mutated line, stripped (``<removed>`` when the mutation removed lines)
+    to: str
 
     def describe(self) -> str:
-        return f"{self.where}, line {self.line}: {self.operator} (#{self.occurrence})"
+        return f"{self.where}, line {self.line}: `{self.code}` -> `{self.to}` ({self.operator})"
 
 
 @dataclass(frozen=True)
@@ -88,20 +94,27 @@ class Equivalent:
     module: str
     where: str
     line: str
+    to: str
     operator: str
     reason: str
     col: int | None = None
+    #: ``equivalent``: no caller can tell it from the reference. ``outside-contract``: a
+    #: Python caller of the reference could, but no rule speaks of it (a constructor's
+    #: argument check, a default the kit always overrides, the wording of a message), so
+    #: no conformance scenario may demand it.
+    kind: str = "equivalent"
 
     def matches(self, mutant: Mutant) -> bool:
         return (
             self.where == mutant.where
             and self.line == mutant.code
+            and self.to == mutant.to
             and self.operator == mutant.operator
             and (self.col is None or self.col == mutant.col)
         )
 
     def describe(self) -> str:
-        return f"{self.module} {self.where}: {self.operator} on `{self.line}`"
+        return f"{self.module} {self.where}: `{self.line}` -> `{self.to}` ({self.operator})"
 
 
 @dataclass
@@ -155,18 +168,27 @@ def load_equivalents(path: Path, key: str = "equivalents") -> list[Equivalent]:
     entries = []
     for index, raw in enumerate(data.get(key) or []):
         entry = _mapping(raw, f"{path}: {key}[{index}]")
-        missing = [k for k in ("module", "where", "line", "operator", "reason") if not entry.get(k)]
+        missing = [
+            k for k in ("module", "where", "line", "to", "operator", "reason") if not entry.get(k)
+        ]
         if missing:
             raise SelectionError(f"{path}: {key}[{index}]: missing {', '.join(missing)}")
         col = entry.get("col")
+        kind = str(entry.get("kind", "equivalent"))
+        if kind not in KINDS:
+            raise SelectionError(
+                f"{path}: {key}[{index}]: kind {kind!r} is not one of {', '.join(KINDS)}"
+            )
         entries.append(
             Equivalent(
                 module=str(entry["module"]),
                 where=str(entry["where"]),
                 line=str(entry["line"]),
+                to=str(entry["to"]),
                 operator=str(entry["operator"]),
                 reason=" ".join(str(entry["reason"]).split()),
                 col=int(col) if col is not None else None,
+                kind=kind,
             )
         )
     return entries
@@ -232,14 +254,16 @@ def classify(
     source: str,
     proposals: Iterable[tuple[str, str, int, tuple[int, int], tuple[int, int]]],
     equivalents: Sequence[Equivalent],
+    *,
     open_entries: Sequence[Equivalent] = (),
-    invalid: Collection[str] = (),
+    mutated: Mapping[str, str | None] | None = None,
 ) -> Verdict:
     """Sort cosmic-ray's proposals ``(job_id, operator, occurrence, start, end)``.
 
-    ``invalid`` are the job IDs whose mutated module is no valid Python (cosmic-ray
-    takes the bare ``*`` of a parameter list for a multiplication, for instance): such a
-    file is no plausible bug, and is counted apart.
+    ``mutated`` maps each job ID to its mutated line (stripped), or to None when the
+    mutated module is no valid Python (cosmic-ray takes the bare ``*`` of a parameter
+    list for a multiplication, for instance): such a file is no plausible bug, and is
+    counted apart.
 
     Raises SelectionError if an equivalent entry of this module matches no mutant or more
     than one, or if a scope name is no definition of the module.
@@ -271,10 +295,11 @@ def classify(
             end=end,
             where=index.where(start[0]),
             code=lines[start[0] - 1].strip(),
+            to=(mutated or {}).get(job_id) or "",
         )
         if index.in_annotation(start, end):
             verdict.annotations.append(mutant)
-        elif job_id in invalid:
+        elif mutated is not None and mutated.get(job_id) is None:
             verdict.invalid.append(mutant)
         elif not _in_scope(mutant.where, spec.scope):
             verdict.out_of_scope.append(mutant)

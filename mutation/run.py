@@ -301,6 +301,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.update_doc and (args.sample is not None or args.module):
         print("error: --update-doc needs the full run (no --module, no --sample)", file=sys.stderr)
         return 2
+    args.work = args.work.resolve()
     args.work.mkdir(parents=True, exist_ok=True)
 
     def one(spec: ModuleSpec) -> report.ModuleResult:

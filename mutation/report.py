@@ -60,12 +60,12 @@ class ModuleResult:
         return 100.0 * len(self.killed) / judged if judged else None
 
 
-def _kind(result: ModuleResult, kind: str) -> int:
-    return sum(entry.kind == kind for _, entry in result.equivalent)
+def _percent(score: float | None) -> str:
+    return "n/a" if score is None else f"{score:.1f}%"
 
 
 def _score(result: ModuleResult) -> str:
-    return "n/a" if result.score is None else f"{result.score:.1f}%"
+    return _percent(result.score)
 
 
 def progress_line(result: ModuleResult) -> str:
@@ -76,29 +76,38 @@ def progress_line(result: ModuleResult) -> str:
     )
 
 
-def markdown_table(results: Sequence[ModuleResult]) -> str:
-    rows = [
+def markdown_table(rows: Sequence[dict[str, Any]]) -> str:
+    """The per-module table, from :func:`as_json` rows (of one run, or saved ones)."""
+    out = [
         "| module | contract | mutants | killed | of which by time-out | survived "
         "| equivalent | outside the contract | score |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
-    for r in results:
-        scope = (
-            " (scope: " + ", ".join(f"`{s}`" for s in r.spec.scope) + ")" if r.spec.scope else ""
+    total = dict.fromkeys(("mutants", "killed", "timeouts", "survived", "eq", "out"), 0)
+    for row in rows:
+        kinds = [e["kind"] for e in row["equivalent"]]
+        cells = {
+            "mutants": row["mutants"],
+            "killed": row["killed"],
+            "timeouts": row["timeouts"],
+            "survived": len(row["survived"]),
+            "eq": kinds.count("equivalent"),
+            "out": kinds.count("outside-contract"),
+        }
+        for key, value in cells.items():
+            total[key] += value
+        scope = ", ".join(f"`{s}`" for s in row.get("scope") or ())
+        name = f"`{Path(row['module']).parent.name}/{Path(row['module']).name}`"
+        out.append(
+            f"| {name}{f' (scope: {scope})' if scope else ''} | {row['contract']} "
+            f"| {cells['mutants']} | {cells['killed']} | {cells['timeouts']} | {cells['survived']} "
+            f"| {cells['eq']} | {cells['out']} | {_percent(row['score'])} |"
         )
-        rows.append(
-            f"| `{r.spec.key}`{scope} | {r.spec.contract} | {r.mutants} | {len(r.killed)} "
-            f"| {r.timeouts} | {len(r.survived)} | {_kind(r, 'equivalent')} "
-            f"| {_kind(r, 'outside-contract')} | {_score(r)} |"
-        )
-    killed = sum(len(r.killed) for r in results)
-    judged = sum(len(r.killed) + len(r.survived) + len(r.broken) for r in results)
-    total = f"{100.0 * killed / judged:.1f}%" if judged else "n/a"
-    rows.append(
-        f"| all | | {sum(r.mutants for r in results)} | {killed} "
-        f"| {sum(r.timeouts for r in results)} | {sum(len(r.survived) for r in results)} "
-        f"| {sum(_kind(r, 'equivalent') for r in results)} "
-        f"| {sum(_kind(r, 'outside-contract') for r in results)} | {total} |"
+    judged = total["killed"] + total["survived"] + sum(len(r["not_run"]) for r in rows)
+    out.append(
+        f"| all | | {total['mutants']} | {total['killed']} | {total['timeouts']} "
+        f"| {total['survived']} | {total['eq']} | {total['out']} "
+        f"| {_percent(100.0 * total['killed'] / judged if judged else None)} |"
     )
     notes = [
         "",
@@ -106,19 +115,19 @@ def markdown_table(results: Sequence[ModuleResult]) -> str:
         "when `seamspec run --contract <contract> -q -x` fails on it, or runs past the "
         "per-mutant limit.",
         "",
-        f"Not counted: {sum(r.annotations for r in results)} mutations inside type "
+        f"Not counted: {sum(r['annotations'] for r in rows)} mutations inside type "
         "annotations (never evaluated: every module has `from __future__ import "
-        f"annotations`), {sum(r.invalid for r in results)} that leave no valid Python (cosmic-ray "
-        "reads the bare `*` of a parameter list as a multiplication) and "
-        f"{sum(r.out_of_scope for r in results)} outside a module's scope.",
+        f"annotations`), {sum(r['invalid'] for r in rows)} that leave no valid Python "
+        "(cosmic-ray reads the bare `*` of a parameter list as a multiplication) and "
+        f"{sum(r['out_of_scope'] for r in rows)} outside a module's scope.",
     ]
-    sampled = sum(r.not_sampled for r in results)
+    sampled = sum(r["not_sampled"] for r in rows)
     if sampled:
         notes.append(f"A sample: {sampled} mutants were left out (--sample).")
-    broken = sum(len(r.broken) for r in results)
+    broken = sum(len(r["not_run"]) for r in rows)
     if broken:
         notes.append(f"{broken} mutants could not be run (counted as not killed).")
-    return "\n".join(rows + notes)
+    return "\n".join(out + notes)
 
 
 def survivors_text(results: Sequence[ModuleResult]) -> str:
@@ -178,8 +187,13 @@ def as_json(results: Sequence[ModuleResult]) -> list[dict[str, Any]]:
             "mutants": r.mutants,
             "killed": len(r.killed),
             "timeouts": r.timeouts,
+            "scope": list(r.spec.scope),
             "survived": [
-                {**_mutant_json(m), "diff": diff, "open": m.job_id in r.open}
+                {
+                    **_mutant_json(m),
+                    "diff": diff,
+                    "open": r.open[m.job_id].reason if m.job_id in r.open else None,
+                }
                 for m, diff in r.survived
             ],
             "equivalent": [
@@ -201,17 +215,20 @@ def _escape(text: str) -> str:
     return text.replace("|", "\\|")
 
 
-def doc_section(results: Sequence[ModuleResult], equivalents: Sequence[Equivalent]) -> str:
-    lines = [BEGIN, "", markdown_table(results), ""]
-    left = [(r, m) for r in results for m, _ in r.survived]
+def doc_section(rows: Sequence[dict[str, Any]], equivalents: Sequence[Equivalent]) -> str:
+    runs = sorted({f"{row['date']} at commit {row['commit']}" for row in rows})
+    lines = [BEGIN, "", f"Produced by `nox -s mutation` ({'; '.join(runs)}).", ""]
+    lines += [markdown_table(rows), ""]
+    left = [(row, m) for row in rows for m in row["survived"]]
     if left:
         lines += ["Survivors left, and why no scenario kills them yet:", ""]
         lines += ["| module | where | line | mutated to | why |", "|---|---|---|---|---|"]
-        for r, m in left:
-            entry = r.open.get(m.job_id)
-            why = _escape(entry.reason) if entry else "not triaged"
+        for row, m in left:
+            why = _escape(m["open"]) if m["open"] else "not triaged"
+            name = f"{Path(row['module']).parent.name}/{Path(row['module']).name}"
             lines.append(
-                f"| `{r.spec.key}` | `{m.where}` | `{_escape(m.code)}` | `{_escape(m.to)}` | {why} |"
+                f"| `{name}` | `{m['where']}` | `{_escape(m['code'])}` | `{_escape(m['to'])}` "
+                f"| {why} |"
             )
         lines.append("")
     lines += [
@@ -231,11 +248,11 @@ def doc_section(results: Sequence[ModuleResult], equivalents: Sequence[Equivalen
 
 
 def update_doc(
-    path: Path, results: Sequence[ModuleResult], equivalents: Sequence[Equivalent]
+    path: Path, rows: Sequence[dict[str, Any]], equivalents: Sequence[Equivalent]
 ) -> None:
     text = path.read_text(encoding="utf-8")
     pattern = re.compile(re.escape(BEGIN) + ".*?" + re.escape(END), re.DOTALL)
     if not pattern.search(text):
         raise SystemExit(f"error: {path} has no {BEGIN} ... {END} block to replace")
-    section = doc_section(results, equivalents)
+    section = doc_section(rows, equivalents)
     path.write_text(pattern.sub(lambda _: section, text), encoding="utf-8")

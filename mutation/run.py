@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import compileall
+import hashlib
 import json
 import os
 import shlex
@@ -198,7 +199,7 @@ def run_module(
     scenario_timeout: float,
 ) -> report.ModuleResult:
     started = time.perf_counter()
-    work = work_root / spec.key.replace("/", "__")
+    work = _work_dir(work_root, spec)
     work.mkdir(parents=True, exist_ok=True)
     log = work / "cosmic-ray.log"
     log.write_text("", encoding="utf-8")
@@ -282,7 +283,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--fail-under", type=float, default=90.0, metavar="PERCENT")
     parser.add_argument("--scenario-timeout", type=float, default=10.0, metavar="SECONDS")
     parser.add_argument("--work", type=Path, default=ROOT / "reports" / "mutation")
-    parser.add_argument("--update-doc", type=Path, metavar="MARKDOWN")
+    parser.add_argument(
+        "--update-doc",
+        type=Path,
+        metavar="MARKDOWN",
+        help="write the docs section from every module's last saved whole run (refused if "
+        "one is stale); with --doc-only, without running anything first",
+    )
+    parser.add_argument("--doc-only", action="store_true", help="with --update-doc: run nothing")
     args = parser.parse_args(argv)
     try:
         specs = load_modules(HERE / "modules.yaml", ROOT)
@@ -298,8 +306,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: no listed module ends with {', '.join(unknown)}", file=sys.stderr)
             return 2
         specs = wanted
-    if args.update_doc and (args.sample is not None or args.module):
-        print("error: --update-doc needs the full run (no --module, no --sample)", file=sys.stderr)
+    if args.update_doc and args.sample is not None:
+        print("error: --update-doc needs whole runs, not --sample", file=sys.stderr)
         return 2
     args.work = args.work.resolve()
     args.work.mkdir(parents=True, exist_ok=True)
@@ -312,25 +320,95 @@ def main(argv: list[str] | None = None) -> int:
         print(report.progress_line(result), flush=True)
         return result
 
+    if args.update_doc and args.doc_only:
+        specs = []
     try:
         with ThreadPoolExecutor(max(1, args.jobs)) as pool:
             results = list(pool.map(one, specs))
     except (SelectionError, BaselineError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    table = report.markdown_table(results)
-    print()
-    print(table)
     problems = report.problems(results, args.fail_under)
-    print(report.survivors_text(results))
-    (args.work / "results.json").write_text(
-        json.dumps(report.as_json(results), indent=2) + "\n", encoding="utf-8"
-    )
+    if results:
+        rows = report.as_json(results)
+        stamp = {"commit": _commit(), "date": time.strftime("%Y-%m-%d", time.gmtime())}
+        for spec, row in zip(specs, rows, strict=True):
+            row.update(stamp, fingerprint=fingerprint(spec, equivalents, open_entries))
+            (_work_dir(args.work, spec) / "result.json").write_text(
+                json.dumps(row, indent=2) + "\n", encoding="utf-8"
+            )
+        print()
+        print(report.markdown_table(rows))
+        print(report.survivors_text(results))
     if args.update_doc:
-        report.update_doc(args.update_doc, results, equivalents)
+        try:
+            saved = _saved_rows(args.work, equivalents, open_entries, ROOT)
+        except SelectionError as error:
+            print(f"error: {error}", file=sys.stderr)
+            return 2
+        report.update_doc(args.update_doc, saved, equivalents)
+        print(f"wrote the mutation section of {args.update_doc}")
     for problem in problems:
         print(f"FAIL: {problem}")
     return 1 if problems else 0
+
+
+def _commit() -> str:
+    done = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"],
+        check=False,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    dirty = subprocess.run(
+        ["git", "status", "--porcelain"], check=False, cwd=ROOT, capture_output=True, text=True
+    )
+    commit = done.stdout.strip() or "unknown"
+    return commit + ("+changes" if dirty.stdout.strip() else "")
+
+
+def _work_dir(work: Path, spec: ModuleSpec) -> Path:
+    return work / spec.key.replace("/", "__")
+
+
+def fingerprint(
+    spec: ModuleSpec, equivalents: list[Equivalent], open_entries: list[Equivalent]
+) -> str:
+    """What a module's result depends on: its room's reference code, the contract's
+    scenarios and kit room, the kit core, and the module's entries in equivalents.yaml.
+    A saved result whose fingerprint differs from today's tree is stale."""
+    room = Path(spec.path).parent
+    kit_room = Path("conformance/_contracts") / spec.contract.replace("-", "_")
+    folders = [room, kit_room, Path("conformance/_core"), Path("scenarios") / spec.contract]
+    mine = sorted(repr(e) for e in equivalents + open_entries if e.module == spec.key)
+    digest = hashlib.sha256(repr((spec, mine)).encode())
+    for folder in folders:
+        for path in sorted((ROOT / folder).rglob("*")):
+            if path.is_file() and "__pycache__" not in path.parts:
+                digest.update(str(path.relative_to(ROOT)).encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def _saved_rows(
+    work: Path, equivalents: list[Equivalent], open_entries: list[Equivalent], root: Path
+) -> list[dict[str, Any]]:
+    """Every listed module's last whole run; refused if one is missing, sampled or stale."""
+    rows = []
+    for spec in load_modules(HERE / "modules.yaml", root):
+        saved = _work_dir(work, spec) / "result.json"
+        if not saved.is_file():
+            raise SelectionError(f"{spec.key} has no saved run; run it with --module {spec.key}")
+        row = json.loads(saved.read_text(encoding="utf-8"))
+        if row.get("not_sampled"):
+            raise SelectionError(f"{spec.key}: the saved run is a sample; run it whole")
+        if row.get("fingerprint") != fingerprint(spec, equivalents, open_entries):
+            raise SelectionError(
+                f"{spec.key}: the saved run is stale (the code, the scenarios or the "
+                f"equivalents changed since); run it again with --module {spec.key}"
+            )
+        rows.append(row)
+    return rows
 
 
 if __name__ == "__main__":

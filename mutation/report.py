@@ -112,8 +112,8 @@ def markdown_table(rows: Sequence[dict[str, Any]]) -> str:
     notes = [
         "",
         "score = killed / (mutants - equivalent - outside the contract). A mutant is killed "
-        "when `seamspec run --contract <contract> -q -x` fails on it, or runs past the "
-        "per-mutant limit.",
+        "when `seamspec run --contract <contract> --profile strict -q -x` fails on it, or "
+        "runs past the per-mutant limit.",
         "",
         f"Not counted: {sum(r['annotations'] for r in rows)} mutations inside type "
         "annotations (never evaluated: every module has `from __future__ import "

@@ -170,7 +170,7 @@ def typecheck(session: nox.Session) -> None:
     session.install(".[typecheck]", "nox")
     with session.chdir(session.create_tmp()):
         session.run("mypy", "-p", "seamspec")
-    session.run("mypy", "tests", "noxfile.py", "docs/examples", "benchmarks")
+    session.run("mypy", "tests", "noxfile.py", "docs/examples", "benchmarks", "mutation")
 
 
 @nox.session(python=PYTHON)

@@ -255,9 +255,10 @@ def run_module(
     by_job = {m.job_id: m for m in chosen}
     with use_db(str(session), WorkDB.Mode.open) as db:
         for item, outcome in db.completed_work_items:
-            mutant = by_job.get(item.job_id)
-            if mutant is None:
+            found = by_job.get(item.job_id)
+            if found is None:
                 continue
+            mutant = found
             if outcome.worker_outcome != WorkerOutcome.NORMAL:
                 result.broken.append((mutant, f"{outcome.worker_outcome}: {outcome.output}"))
             elif outcome.test_outcome == TestOutcome.SURVIVED:

@@ -224,9 +224,9 @@ class _Index(ast.NodeVisitor):
         arguments = node.args
         for arg in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]:
             self._annotation(arg.annotation)
-        for arg in (arguments.vararg, arguments.kwarg):
-            if arg is not None:
-                self._annotation(arg.annotation)
+        for star in (arguments.vararg, arguments.kwarg):
+            if star is not None:
+                self._annotation(star.annotation)
         self._annotation(node.returns)
         self._define(node)
 

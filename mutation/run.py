@@ -314,6 +314,8 @@ def main(argv: list[str] | None = None) -> int:
         print("error: --update-doc needs whole runs, not --sample", file=sys.stderr)
         return 2
     args.work = args.work.resolve()
+    # taken before the run: the tree may move on while a long run goes
+    stamp = {"commit": _commit(), "date": time.strftime("%Y-%m-%d", time.gmtime())}
     args.work.mkdir(parents=True, exist_ok=True)
 
     def one(spec: ModuleSpec) -> report.ModuleResult:
@@ -335,7 +337,6 @@ def main(argv: list[str] | None = None) -> int:
     problems = report.problems(results, args.fail_under)
     if results:
         rows = report.as_json(results)
-        stamp = {"commit": _commit(), "date": time.strftime("%Y-%m-%d", time.gmtime())}
         for spec, row in zip(specs, rows, strict=True):
             row.update(stamp, fingerprint=fingerprint(spec, equivalents, open_entries))
             (_work_dir(args.work, spec) / "result.json").write_text(

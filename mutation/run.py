@@ -316,6 +316,7 @@ def main(argv: list[str] | None = None) -> int:
     args.work = args.work.resolve()
     # taken before the run: the tree may move on while a long run goes
     stamp = {"commit": _commit(), "date": time.strftime("%Y-%m-%d", time.gmtime())}
+    prints = {spec.key: fingerprint(spec, equivalents, open_entries) for spec in specs}
     args.work.mkdir(parents=True, exist_ok=True)
 
     def one(spec: ModuleSpec) -> report.ModuleResult:
@@ -338,7 +339,7 @@ def main(argv: list[str] | None = None) -> int:
     if results:
         rows = report.as_json(results)
         for spec, row in zip(specs, rows, strict=True):
-            row.update(stamp, fingerprint=fingerprint(spec, equivalents, open_entries))
+            row.update(stamp, fingerprint=prints[spec.key])
             (_work_dir(args.work, spec) / "result.json").write_text(
                 json.dumps(row, indent=2) + "\n", encoding="utf-8"
             )

@@ -286,7 +286,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=20261201, help="seed of --sample")
     parser.add_argument("--fail-under", type=float, default=90.0, metavar="PERCENT")
     parser.add_argument("--scenario-timeout", type=float, default=10.0, metavar="SECONDS")
-    parser.add_argument("--work", type=Path, default=ROOT / "reports" / "mutation")
+    parser.add_argument(
+        "--work",
+        type=Path,
+        help="where sessions and saved runs go (default reports/mutation, or "
+        "reports/mutation-sample with --sample, so a sample never replaces a whole run)",
+    )
     parser.add_argument(
         "--update-doc",
         type=Path,
@@ -313,6 +318,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.update_doc and args.sample is not None:
         print("error: --update-doc needs whole runs, not --sample", file=sys.stderr)
         return 2
+    if args.work is None:
+        args.work = (
+            ROOT / "reports" / ("mutation-sample" if args.sample is not None else "mutation")
+        )
     args.work = args.work.resolve()
     # taken before the run: the tree may move on while a long run goes
     stamp = {"commit": _commit(), "date": time.strftime("%Y-%m-%d", time.gmtime())}

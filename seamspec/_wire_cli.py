@@ -15,6 +15,7 @@ from typing import Any
 
 from rich.console import Console
 
+from seamspec._output import command_line, count, seconds
 from seamspec.conformance import (
     Adapter,
     Runner,
@@ -45,7 +46,7 @@ _RUNNER_MARGIN = 30.0
 def _add_wire_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--request-timeout",
-        type=float,
+        type=seconds,
         metavar="SECONDS",
         help="with --impl-cmd: time limit for one answer; the child is killed and restarted "
         "past it (default: --timeout)",
@@ -57,7 +58,7 @@ def _add_wire_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--max-restarts",
-        type=int,
+        type=count(0, 1000),
         default=3,
         metavar="N",
         help="with --impl-cmd: restarts after a crash or hang before the remaining "
@@ -69,6 +70,7 @@ def add_run_options(run: argparse.ArgumentParser, impl: argparse._MutuallyExclus
     """``--impl-cmd`` (exclusive with ``--impl``) and its options, on the ``run`` command."""
     impl.add_argument(
         "--impl-cmd",
+        type=command_line,
         metavar="COMMAND",
         help="a command that starts an implementation speaking the wire protocol "
         '(docs/protocol.md), e.g. "node examples/js/seamspec-impl.mjs"',
@@ -88,6 +90,14 @@ def add_commands(sub: Any) -> None:
         default="asyncio",
         help="the event loop the reference runs on",
     )
+    serve.add_argument(
+        "--protocol",
+        type=int,
+        choices=(1, 2),
+        default=None,
+        help="speak only this protocol version (default: every version the kit speaks); "
+        "1 shows how the kit treats an implementation that speaks only version 1",
+    )
     serve.set_defaults(func=cmd_serve_reference)
     smoke = sub.add_parser(
         "smoke",
@@ -95,12 +105,17 @@ def add_commands(sub: Any) -> None:
     )
     smoke.add_argument(
         "--impl-cmd",
+        type=command_line,
         required=True,
         metavar="COMMAND",
         help="the command that starts the implementation (required)",
     )
     smoke.add_argument(
-        "--timeout", type=float, default=60.0, metavar="SECONDS", help="time limit for one scenario"
+        "--timeout",
+        type=seconds,
+        default=60.0,
+        metavar="SECONDS",
+        help="time limit for one scenario",
     )
     _add_wire_options(smoke)
     smoke.set_defaults(func=cmd_smoke)
@@ -167,12 +182,14 @@ def runner_timeout(args: argparse.Namespace) -> float:
 def cmd_serve_reference(args: argparse.Namespace, _console: Console) -> int:
     """Serve the in-process reference (every contract it declares) on stdin/stdout."""
     from seamspec.conformance._implementations import reference_adapter, trio_adapter
+    from seamspec.conformance._wire.messages import PROTOCOL_VERSIONS
     from seamspec.conformance._wire.server import protect_stdout, serve
 
     out = protect_stdout()
     adapter = trio_adapter() if args.backend == "trio" else reference_adapter(args.backend)
     try:
-        return serve(adapter, sys.stdin.buffer, out)
+        protocols = (args.protocol,) if args.protocol else PROTOCOL_VERSIONS
+        return serve(adapter, sys.stdin.buffer, out, protocols=protocols)
     except KeyboardInterrupt:
         return 130
     finally:

@@ -38,10 +38,24 @@ from seamspec.conformance import (
 )
 from seamspec.conformance._core.catalogue import CONTRACTS, PROFILES, Profile
 from seamspec.conformance._core.manifest import ExpectedFailure, load_manifest, manifest_text
+from seamspec.conformance._core.schedule import longest_first
 
 __all__ = ["add_run_parser", "cmd_run"]
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+#: Scenarios run at once, in threads, for an adapter that allows it (``concurrent_runs``).
+#: Scenarios mostly wait (time limits, child programs, fsync), so more than the CPUs:
+#: on 2 cores the whole suite took 2.6 s with 4, 2.4 s with 8, 2.5 s with 16 (see
+#: docs/benchmarks.md); 8 leaves room for the few scenarios that wait longest.
+SIDE_BY_SIDE = 8
+
+
+def jobs_for(requested: int | None, concurrent: bool) -> int:
+    """How many scenarios run at once: ``-j N`` as given (0: one per CPU), else the default."""
+    if requested is None:
+        return SIDE_BY_SIDE if concurrent else 1
+    return requested or os.cpu_count() or 1
 
 
 def add_run_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -102,9 +116,11 @@ def add_run_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
         "-j",
         "--jobs",
         type=int,
-        default=1,
+        default=None,
         metavar="N",
-        help="run scenarios in N worker processes (0: one per CPU)",
+        help=f"scenarios at once (0: one per CPU). Default: {SIDE_BY_SIDE} side by side in "
+        "threads for an implementation that allows it (the kit's own do), else 1; N for "
+        "another implementation means N worker processes, each with its own copy",
     )
     talk = run.add_mutually_exclusive_group()
     talk.add_argument(
@@ -186,11 +202,12 @@ def _run_parallel(
     on_result: Callable[[ScenarioResult], None],
     stop: Callable[[ScenarioResult], bool],
 ) -> RunResult:
-    """Scenarios in worker processes (not threads: judging is CPU-bound Python, and a
-    process per worker keeps each implementation's state and event loops apart)."""
+    """Scenarios in worker processes, for an implementation that cannot run several
+    scenarios in one process at once: each worker keeps its own copy (for ``--impl-cmd``,
+    its own child), with its own state and event loops. Longest waits are started first."""
     import time
 
-    jobs = args.jobs or os.cpu_count() or 1
+    jobs = jobs_for(args.jobs, concurrent=False)
     started, t0 = time.time(), time.perf_counter()
     results: dict[str, ScenarioResult] = {}
     with ProcessPoolExecutor(
@@ -205,7 +222,7 @@ def _run_parallel(
             runner.compare_with is not None,
         ),
     ) as pool:
-        futures = [pool.submit(_run_in_worker, s) for s in chosen]
+        futures = [pool.submit(_run_in_worker, chosen[i]) for i in longest_first(chosen)]
         for future in as_completed(futures):
             result = future.result()
             results[result.scenario.id] = result
@@ -218,6 +235,10 @@ def _run_parallel(
     return RunResult(
         runner.info, ordered, started, time.perf_counter() - t0, args.strict, args.profile
     )
+
+
+def _side_by_side_note(jobs: int, concurrent: bool) -> str:
+    return f"; {jobs} at a time" + ("" if concurrent else " (worker processes)")
 
 
 def cmd_run(args: argparse.Namespace, console: Console) -> int:
@@ -244,6 +265,8 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
         "reference-asyncio",
     )
     reference = None if judging_reference else load_adapter("reference")
+    concurrent = bool(getattr(adapter, "concurrent_runs", False))
+    jobs = jobs_for(args.jobs, concurrent)
     try:
         info = adapter.info()
         if verbosity != QUIET:
@@ -251,7 +274,7 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
                 f"seamspec {__version__}: {len(chosen)} scenarios against {info.name} "
                 f"{info.version} ({info.language}; contracts: "
                 f"{', '.join(info.contracts) or 'none'}; profile {args.profile})"
-                + (f"; {args.jobs or os.cpu_count()} jobs" if args.jobs != 1 else ""),
+                + (_side_by_side_note(jobs, concurrent) if jobs != 1 else ""),
                 highlight=False,
             )
         printer = ResultPrinter(console, chosen, info, verbosity)
@@ -264,12 +287,12 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
             profile=args.profile,
             compare_with=reference,
         )
-        if args.jobs != 1:
+        if jobs != 1 and not concurrent:
             result = _run_parallel(
                 args, runner=runner, chosen=chosen, expected=expected, on_result=printer, stop=stop
             )
         else:
-            result = runner.run(chosen, stop=stop)
+            result = runner.run(chosen, stop=stop, jobs=jobs)
         printer.finish()
     finally:
         adapter.close()

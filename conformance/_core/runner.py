@@ -32,6 +32,7 @@ from seamspec.conformance._core.errors import ImplementationError, Unsupported
 from seamspec.conformance._core.manifest import ExpectedFailure
 from seamspec.conformance._core.registry import contract_judges
 from seamspec.conformance._core.scenario import Scenario
+from seamspec.conformance._core.schedule import longest_first_side_by_side
 
 __all__ = ["Finding", "RunResult", "Runner", "ScenarioResult", "Status"]
 
@@ -244,7 +245,7 @@ def _validate_trace(trace: object) -> Trace:
 
 
 class Runner:
-    """Runs scenarios one at a time against ``adapter``.
+    """Runs scenarios against ``adapter``: one at a time, or several side by side (``jobs``).
 
     Each ``adapter.run`` happens in a daemon worker thread so that an implementation that
     hangs costs ``timeout`` seconds and an ``error`` status, not the whole run.
@@ -276,18 +277,40 @@ class Runner:
         self.info = adapter.info()
 
     def run(
-        self, scenarios: Iterable[Scenario], *, stop: Callable[[ScenarioResult], bool] | None = None
+        self,
+        scenarios: Iterable[Scenario],
+        *,
+        stop: Callable[[ScenarioResult], bool] | None = None,
+        jobs: int = 1,
     ) -> RunResult:
+        """Run ``scenarios`` and return their results in the order given.
+
+        ``jobs`` above 1 runs that many side by side in threads, the longest waits first
+        (:mod:`~seamspec.conformance._core.schedule`); only for an adapter whose ``run``
+        may be called from several threads at once (``concurrent_runs``). ``on_result``
+        then sees results in the order they finish. ``stop(result)`` true ends the run:
+        no further scenario starts (with ``jobs``, those already running finish, unreported).
+        """
         started = time.time()
         t0 = time.perf_counter()
+        chosen = list(scenarios)
         results: list[ScenarioResult] = []
-        for scenario in scenarios:
-            result = self.run_one(scenario)
-            results.append(result)
-            if self.on_result:
-                self.on_result(result)
-            if stop and stop(result):
-                break
+        if jobs > 1 and len(chosen) > 1:
+            results = longest_first_side_by_side(
+                self.run_one,
+                chosen,
+                jobs,
+                on_done=self.on_result or (lambda _: None),
+                stop=stop or (lambda _: False),
+            )
+        else:
+            for scenario in chosen:
+                result = self.run_one(scenario)
+                results.append(result)
+                if self.on_result:
+                    self.on_result(result)
+                if stop and stop(result):
+                    break
         return RunResult(
             self.info, results, started, time.perf_counter() - t0, self.strict, self.profile
         )

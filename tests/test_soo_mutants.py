@@ -37,15 +37,31 @@ PARALLEL_RUNS = 8
 def _all_results() -> dict[str, list[ScenarioResult]]:
     """Every control's and mutant's results, computed once per session.
 
-    The controls run every SOO scenario; a mutant runs only the scenarios citing the rule
-    it breaks, since only those can count as catching it.
+    The controls run every SOO scenario; a mutant runs the scenarios citing the rule it
+    breaks (only those can count as catching it), the ones that wait least first, until
+    one catches it as :func:`_catches` demands.
     """
     scenarios = [s for s in load_scenarios() if s.contract == CONTRACT]
     runners = {name: Runner(_adapter(name), timeout=30.0) for name in (*CONTROLS, *MUTANTS)}
-    results = run_matrix(runners, scenarios, MUTANTS, parallel=PARALLEL_RUNS)
-    for runner in runners.values():
-        runner.adapter.close()
-    return results
+    try:
+        return run_matrix(runners, scenarios, MUTANTS, parallel=PARALLEL_RUNS, catches=_catches)
+    finally:
+        for runner in runners.values():
+            runner.adapter.close()
+
+
+def _catches(name: str, result: ScenarioResult) -> bool:
+    """A fail at MUST level (every SOO rule is a MUST rule) from a scenario citing the rule.
+
+    The oracle does not yet name every SOO rule it can see broken (SOO-IDS,
+    SOO-DENIED-NO-ID and SOO-TIMEOUT-RESULT are caught by the scenarios' ``then``), so
+    this file does not ask for it, unlike the other rooms' meta-tests.
+    """
+    return (
+        result.status == "fail"
+        and MUTANTS[name].rule in result.scenario.rules
+        and any(f.level == "MUST" for f in result.findings)
+    )
 
 
 def _adapter(name: str) -> Adapter:
@@ -64,7 +80,10 @@ def test_controls_pass_every_scenario(control: str) -> None:
 
 @pytest.mark.parametrize("name", list(MUTANTS))
 def test_suite_catches_mutant(name: str) -> None:
-    assert_caught(name, MUTANTS[name], _all_results()[name])
+    caught_by = assert_caught(name, MUTANTS[name], _all_results()[name])
+    assert any(_catches(name, r) for r in caught_by), (
+        f"{name} was caught only at SHOULD level:\n" + "\n".join(map(describe, caught_by))
+    )
 
 
 def test_every_soo_must_rule_has_a_mutant() -> None:

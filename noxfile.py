@@ -158,10 +158,20 @@ def bench(session: nox.Session) -> None:
     """Benchmarks (not part of the default sessions): every figure of docs/benchmarks.md.
 
     Each figure is a ratio against its limit measured in the same run, per round, in
-    short alternating blocks; each script prints per-run medians with their spread and
-    the median over 5 runs. Options after ``--`` go to the shell-output benchmark, e.g.
-    ``nox -s bench -- --runs 9``. Reports nothing as a failure: these are measurements.
+    short alternating blocks, with its spread. Each script writes what it prints to
+    benchmarks/results/<script>.txt, which docs/benchmarks.md quotes (tests/
+    test_benchmarks.py checks the quotes). ``nox -s bench -- suite_bench`` runs one
+    script; ``-- --quick`` a tiny run of each, which writes no file. Reports nothing as
+    a failure but a flaky suite (flake_check): these are measurements.
     """
-    session.install(".")
-    session.run("python", "benchmarks/soo_bench.py", *session.posargs)
-    session.run("python", "benchmarks/dr_bench.py")
+    session.install(".[trio]")
+    names = [a for a in session.posargs if not a.startswith("-")] or [
+        "suite_bench",
+        "flake_check",
+        "wire_bench",
+        "soo_bench",
+        "dr_bench",
+    ]
+    options = [a for a in session.posargs if a.startswith("-")]
+    for name in names:
+        session.run("python", f"benchmarks/{name}.py", *options)

@@ -66,7 +66,7 @@ def recorded(args: argparse.Namespace, script: str) -> Iterator[None]:
         path = RESULTS / f"{Path(script).stem}.txt"
     kept = io.StringIO()
     real = sys.stdout
-    sys.stdout = _Tee(real, kept)  # type: ignore[assignment]
+    sys.stdout = _Tee(real, kept)
     try:
         yield
     finally:

@@ -46,7 +46,7 @@ def verdicts(result: RunResult) -> dict[str, tuple[str, list[str]]]:
 
 def test_same_verdicts_in_process_and_over_the_wire() -> None:
     scenarios = load_scenarios()
-    local = Runner(reference_adapter()).run(scenarios)
+    local = Runner(reference_adapter()).run(scenarios, jobs=8)
     with WireAdapter(SERVE, strict=True) as wire:
         remote = Runner(wire).run(scenarios)
         assert wire.info() == reference_adapter().info()
@@ -230,7 +230,7 @@ def test_parallel_run_over_the_wire_matches_and_leaves_no_child(
     marker = f"SEAMSPEC_TEST_MARKER={uuid.uuid4().hex}"
     command = " ".join(["env", marker, *SERVE])
     reports = [tmp_path / "serial.json", tmp_path / "parallel.json"]
-    common = ["run", "-q", "--contract", "write-observer-chain", "--impl-cmd", command]
+    common = ["run", "-q", "-k", "woc-join", "--impl-cmd", command]
     assert main([*common, "--report-json", str(reports[0])]) == 0
     assert main([*common, "-j", "2", "--report-json", str(reports[1])]) == 0
     capsys.readouterr()

@@ -13,6 +13,9 @@ import nox
 
 nox.options.sessions = ["lint", "typecheck", "conformance", "mutants", "fuzz", "browser", "tests"]
 nox.options.error_on_missing_interpreters = True
+# uv builds each session's environment in seconds where pip takes a minute or more, which
+# was most of CI's time; plain virtualenv + pip when uv is not installed (.ci/run installs it).
+nox.options.default_venv_backend = "uv|virtualenv"
 
 PYTHON = "3.11"
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -31,8 +32,8 @@ from seamspec._cmd_run import select as select_scenarios
 from seamspec.conformance import load_scenarios
 
 RUN = [sys.executable, "-m", "seamspec", "run", "-q"]
-#: --quick: one run per batch of a few scenarios, each of them waiting on a limit.
-QUICK = ["--runs", "1", "-k", "woc-slow-bounded"]
+#: --quick: one run per batch of one scenario that waits on a limit.
+QUICK = ["--runs", "1", "-k", "woc-slow-bounded-healthy"]
 
 
 class Tally:
@@ -82,6 +83,11 @@ class Tally:
         )
 
 
+def _load() -> str:
+    """The machine's load average: what else was running shows in every figure."""
+    return " ".join(f"{x:.1f}" for x in os.getloadavg())
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--runs", type=int, default=20)
@@ -92,6 +98,7 @@ def main() -> int:
     expected = len(select_scenarios(load_scenarios(), None, args.pattern))
     what = f"-k {args.pattern}" if args.pattern else "the whole suite"
     print(f"seamspec run -q, {what} ({expected} scenarios), {runs} run(s) per batch")
+    before = _load()
     with tempfile.TemporaryDirectory(prefix="flake-check-") as tmp:
         folder = Path(tmp)
         alone = Tally(expected)
@@ -116,6 +123,7 @@ def main() -> int:
         neighbour.join()
     print(beside.line("beside a second run"), flush=True)
     print(second.line("the second run itself"), flush=True)
+    print(f"load average before and after: {before}, {_load()} (1, 5, 15 min)")
     total = alone.green + beside.green + second.green
     count = alone.runs + beside.runs + second.runs
     print(f"{total}/{count} runs green")

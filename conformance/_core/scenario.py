@@ -8,6 +8,7 @@ fixes a whole batch in one pass.
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -189,8 +190,26 @@ def _expand(paths: Sequence[Path]) -> tuple[list[Path], list[Problem]]:
     return files, problems
 
 
-def _schema_problems(file: str, loaded: LoadedYaml) -> list[Problem]:
+#: Digests of file texts this process already found valid against the schema (with the
+#: validator they were checked with). Validating is most of what loading the suite costs,
+#: and tests, reports and the pytest plugin load the same files many times in a process.
+_SCHEMA_VALID: set[tuple[int, str]] = set()
+
+
+def _schema_problems(file: str, loaded: LoadedYaml, text: str) -> list[Problem]:
     validator = _validator()
+    key = (id(validator), hashlib.sha256(text.encode("utf-8")).hexdigest())
+    if key in _SCHEMA_VALID:
+        return []
+    problems = _validation_problems(file, loaded, validator)
+    if not problems:
+        _SCHEMA_VALID.add(key)
+    return problems
+
+
+def _validation_problems(
+    file: str, loaded: LoadedYaml, validator: jsonschema.Draft202012Validator
+) -> list[Problem]:
     problems = []
     for found in sorted(validator.iter_errors(loaded.data), key=lambda e: list(e.absolute_path)):
         error = _most_specific(found)
@@ -321,7 +340,8 @@ def validate_files(paths: Sequence[Path]) -> tuple[list[Scenario], list[Problem]
     for path in files:
         file = str(path)
         try:
-            loaded = load_yaml(path.read_text(encoding="utf-8"))
+            text = path.read_text(encoding="utf-8")
+            loaded = load_yaml(text)
         except UnicodeDecodeError as error:
             problems.append(Problem(file, None, f"not UTF-8 text: {error.reason}"))
             continue
@@ -342,7 +362,7 @@ def validate_files(paths: Sequence[Path]) -> tuple[list[Scenario], list[Problem]
                 )
             )
             continue
-        found = _schema_problems(file, loaded) + _catalogue_problems(file, loaded)
+        found = _schema_problems(file, loaded, text) + _catalogue_problems(file, loaded)
         if not found:
             lint = contract_linters().get(data["contract"])
             for at, message in lint(data) if lint else ():

@@ -58,6 +58,10 @@ def conformance(session: nox.Session) -> None:
             "run",
             "--impl-cmd",
             "node examples/js/seamspec-impl.mjs",
+            # Four copies of the example side by side (each worker starts its own): the
+            # scenarios mostly wait, and the example keeps nothing between them.
+            "-j",
+            "4",
             "--strict-protocol",
             "--expect",
             "examples/js/known-failures.yaml",

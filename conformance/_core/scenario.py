@@ -8,7 +8,6 @@ fixes a whole batch in one pass.
 from __future__ import annotations
 
 import copy
-import hashlib
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -23,6 +22,7 @@ from jsonschema.exceptions import ValidationError, best_match
 from seamspec.conformance._core.catalogue import CONTRACTS, Contract, Profile, catalogue
 from seamspec.conformance._core.errors import Problem, ScenarioError
 from seamspec.conformance._core.registry import contract_linters, room
+from seamspec.conformance._core.schema_cache import SchemaVerdicts
 from seamspec.conformance._core.suggest import did_you_mean
 from seamspec.conformance._core.yaml_loader import LoadedYaml, YamlProblem, load_yaml
 
@@ -190,20 +190,21 @@ def _expand(paths: Sequence[Path]) -> tuple[list[Path], list[Problem]]:
     return files, problems
 
 
-#: Digests of file texts this process already found valid against the schema (with the
-#: validator they were checked with). Validating is most of what loading the suite costs,
-#: and tests, reports and the pytest plugin load the same files many times in a process.
-_SCHEMA_VALID: set[tuple[int, str]] = set()
+@cache
+def _verdicts() -> SchemaVerdicts:
+    """Texts already known to satisfy the schema, in this process and from earlier runs
+    (``schema_cache``): checking them is most of what loading the suite costs."""
+    return SchemaVerdicts(scenario_schema())
 
 
 def _schema_problems(file: str, loaded: LoadedYaml, text: str) -> list[Problem]:
-    validator = _validator()
-    key = (id(validator), hashlib.sha256(text.encode("utf-8")).hexdigest())
-    if key in _SCHEMA_VALID:
+    verdicts = _verdicts()
+    digest = verdicts.digest(text)
+    if verdicts.known_valid(digest):
         return []
-    problems = _validation_problems(file, loaded, validator)
+    problems = _validation_problems(file, loaded, _validator())
     if not problems:
-        _SCHEMA_VALID.add(key)
+        verdicts.add(digest)
     return problems
 
 
@@ -412,6 +413,7 @@ def validate_files(paths: Sequence[Path]) -> tuple[list[Scenario], list[Problem]
                 profile=data.get("profile", "upstream"),
             )
         )
+    _verdicts().save()
     return scenarios, problems
 
 

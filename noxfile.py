@@ -22,6 +22,9 @@ nox.options.sessions = [
     "tests",
 ]
 nox.options.error_on_missing_interpreters = True
+# uv builds each session's environment in seconds where pip takes a minute or more, which
+# was most of CI's time; plain virtualenv + pip when uv is not installed (.ci/run installs it).
+nox.options.default_venv_backend = "uv|virtualenv"
 
 PYTHON = "3.11"
 
@@ -30,7 +33,9 @@ PYTHON = "3.11"
 def tests(session: nox.Session) -> None:
     """The kit's own tests (reference, loader, oracles, CLI, plugin, mutants)."""
     session.install("-e", ".[test]")
-    session.run("pytest", "-n", "2", *session.posargs)
+    # The browser tests are the browser session's; the slowest tests are listed so that a
+    # CI log shows where the time goes.
+    session.run("pytest", "-n", "2", "-m", "not browser", "--durations=25", *session.posargs)
 
 
 @nox.session(python=PYTHON)
@@ -62,6 +67,10 @@ def conformance(session: nox.Session) -> None:
             "run",
             "--impl-cmd",
             "node examples/js/seamspec-impl.mjs",
+            # Four copies of the example side by side (each worker starts its own): the
+            # scenarios mostly wait, and the example keeps nothing between them.
+            "-j",
+            "4",
             "--strict-protocol",
             "--expect",
             "examples/js/known-failures.yaml",
@@ -121,7 +130,7 @@ def mutants(session: nox.Session) -> None:
     """Proof that the suite catches bugs: every mutant killed, every MUST rule covered."""
     session.install(".[trio,mutation]")
     session.run("seamspec", "rules", "--coverage")
-    session.run("seamspec", "mutants", "-j", "2", "--report-json", "reports/kill-matrix.json")
+    session.run("seamspec", "mutants", "--report-json", "reports/kill-matrix.json")
     # A fixed sample of the cosmic-ray run (nox -s mutation), so that a change that lets a
     # mutant survive, or makes an equivalents entry stale, fails CI too: 8 seeded
     # mutants of the executor, judged by the dispatch-recorder scenarios (about 30 s:
@@ -181,7 +190,13 @@ def browser(session: nox.Session) -> None:
         )
     session.install("-e", ".[test]")
     session.run(
-        "pytest", "-m", "browser", "-p", "no:cacheprovider", env={"SEAMSPEC_REQUIRE_BROWSER": "1"}
+        "pytest",
+        "-m",
+        "browser",
+        "-p",
+        "no:cacheprovider",
+        "tests/test_html_browser.py",
+        env={"SEAMSPEC_REQUIRE_BROWSER": "1"},
     )
 
 
@@ -233,10 +248,20 @@ def bench(session: nox.Session) -> None:
     """Benchmarks (not part of the default sessions): every figure of docs/benchmarks.md.
 
     Each figure is a ratio against its limit measured in the same run, per round, in
-    short alternating blocks; each script prints per-run medians with their spread and
-    the median over 5 runs. Options after ``--`` go to the shell-output benchmark, e.g.
-    ``nox -s bench -- --runs 9``. Reports nothing as a failure: these are measurements.
+    short alternating blocks, with its spread. Each script writes what it prints to
+    benchmarks/results/<script>.txt, which docs/benchmarks.md quotes (tests/
+    test_benchmarks.py checks the quotes). ``nox -s bench -- suite_bench`` runs one
+    script; ``-- --quick`` a tiny run of each, which writes no file. Reports nothing as
+    a failure but a flaky suite (flake_check): these are measurements.
     """
-    session.install(".")
-    session.run("python", "benchmarks/soo_bench.py", *session.posargs)
-    session.run("python", "benchmarks/dr_bench.py")
+    session.install(".[trio]")
+    names = [a for a in session.posargs if not a.startswith("-")] or [
+        "suite_bench",
+        "flake_check",
+        "wire_bench",
+        "soo_bench",
+        "dr_bench",
+    ]
+    options = [a for a in session.posargs if a.startswith("-")]
+    for name in names:
+        session.run("python", f"benchmarks/{name}.py", *options)

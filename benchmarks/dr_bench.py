@@ -21,6 +21,7 @@ the last lines give the median over runs and the range of the runs' medians.
 Targets (issue 4): ``journal x1 / plain >= 0.8`` and ``journal x16 / journal x1 >= 4``.
 
     python benchmarks/dr_bench.py [--records 48] [--rounds 40] [--runs 5] [--dir PATH]
+    python benchmarks/dr_bench.py --quick      # a tiny run; see benchmarks/_record.py
 
 ``--dir`` should be on the file system you care about: on tmpfs fsync costs nothing and
 the ratios mean little.
@@ -32,11 +33,13 @@ import argparse
 import os
 import statistics
 import subprocess
+import sys
 import tempfile
 import threading
 import time
 from pathlib import Path
 
+import _record
 import anyio
 
 from seamspec.reference import (
@@ -274,5 +277,8 @@ def main() -> None:
     )
 
 
+#: --quick: one run of two rounds of small blocks.
+QUICK = ["--runs", "1", "--rounds", "2", "--records", "8"]
+
 if __name__ == "__main__":
-    main()
+    sys.exit(_record.run(main, __file__, QUICK))

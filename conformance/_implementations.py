@@ -45,6 +45,7 @@ def reference_adapter(backend: str = "asyncio") -> PythonAdapter:
         version=__version__,
         drivers=reference_drivers(),
         backend=backend,
+        concurrent=True,
     )
 
 

@@ -14,7 +14,13 @@ from seamspec._output import MAX_JOBS, count, error, output_problems
 from seamspec._progress import Counter
 from seamspec.conformance import catalogue, load_scenarios, rule_coverage
 from seamspec.conformance._core.catalogue import CONTRACTS
-from seamspec.conformance._quality.kill_matrix import MutantOutcome, kill_matrix, mutant_names
+from seamspec.conformance._core.suggest import did_you_mean
+from seamspec.conformance._quality.kill_matrix import (
+    SIDE_BY_SIDE,
+    MutantOutcome,
+    kill_matrix,
+    mutant_names,
+)
 from seamspec.conformance._quality.mutants import all_mutants
 
 __all__ = ["add_quality_parsers", "coverage_problems"]
@@ -29,12 +35,18 @@ def add_quality_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]
         "--report-json", type=Path, metavar="PATH", help="write the kill matrix as JSON"
     )
     mutants.add_argument(
+        "--mutant",
+        action="append",
+        metavar="NAME",
+        help="only this mutant (repeatable; `seamspec run --impl mutant:NAME` shows it fail)",
+    )
+    mutants.add_argument(
         "-j",
         "--jobs",
         type=count(0, MAX_JOBS, zero="one per CPU"),
-        default=1,
+        default=SIDE_BY_SIDE,
         metavar="N",
-        help="mutants in N processes (0: per CPU)",
+        help=f"mutants judged at once, in threads (default {SIDE_BY_SIDE}; 0: one per CPU)",
     )
     mutants.set_defaults(func=cmd_mutants)
 
@@ -86,9 +98,24 @@ def cmd_mutants(args: argparse.Namespace, console: Console) -> int:
         return 2
     scenarios = load_scenarios()
     jobs = args.jobs or os.cpu_count() or 1
-    counter = Counter(len(mutant_names(args.contract)))
+    names = mutant_names(args.contract)
+    if args.mutant:
+        unknown = [n for n in args.mutant if n not in all_mutants()]
+        if unknown:
+            guess = did_you_mean(unknown[0], all_mutants())
+            error(
+                f"--mutant {unknown[0]!r}: no such mutant"
+                + (f"; {guess}" if guess else "")
+                + " (the kill matrix in docs/quality.md lists them)"
+            )
+            return 2
+        names = [n for n in names if n in args.mutant]
+        if not names:
+            error("no mutant matches both --mutant and --contract")
+            return 2
+    counter = Counter(len(names))
     console.print(
-        f"{counter.total} mutants against {len(scenarios)} scenarios, {jobs} job(s)",
+        f"{counter.total} mutants against {len(scenarios)} scenarios, {jobs} at a time",
         highlight=False,
     )
 
@@ -102,7 +129,9 @@ def cmd_mutants(args: argparse.Namespace, console: Console) -> int:
             highlight=False,
         )
 
-    outcomes = kill_matrix(scenarios, contracts=args.contract, jobs=jobs, on_outcome=progress)
+    outcomes = kill_matrix(
+        scenarios, contracts=args.contract, names=names, jobs=jobs, on_outcome=progress
+    )
     table = Table(
         "mutant", "breaks", "killed by (citing the rule)", "also killed by", title="kill matrix"
     )

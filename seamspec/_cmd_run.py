@@ -46,11 +46,25 @@ from seamspec.conformance import (
 )
 from seamspec.conformance._core.catalogue import CONTRACTS, PROFILES, Profile
 from seamspec.conformance._core.manifest import ExpectedFailure, load_manifest, manifest_text
+from seamspec.conformance._core.schedule import longest_first
 from seamspec.conformance._implementations import implementation_info
 
 __all__ = ["add_run_parser", "cmd_run"]
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+#: Scenarios run at once, in threads, for an adapter that allows it (``concurrent_runs``).
+#: Scenarios mostly wait (time limits, child programs, fsync), so more than the CPUs:
+#: on 2 cores the whole suite took 2.6 s with 4, 2.4 s with 8, 2.5 s with 16 (see
+#: docs/benchmarks.md); 8 leaves room for the few scenarios that wait longest.
+SIDE_BY_SIDE = 8
+
+
+def jobs_for(requested: int | None, concurrent: bool) -> int:
+    """How many scenarios run at once: ``-j N`` as given (0: one per CPU), else the default."""
+    if requested is None:
+        return SIDE_BY_SIDE if concurrent else 1
+    return requested or os.cpu_count() or 1
 
 
 def add_run_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -113,9 +127,11 @@ def add_run_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
         "-j",
         "--jobs",
         type=count(0, MAX_JOBS, zero="one per CPU"),
-        default=1,
+        default=None,
         metavar="N",
-        help="run scenarios in N worker processes (0: one per CPU)",
+        help=f"scenarios at once (0: one per CPU). Default: {SIDE_BY_SIDE} side by side in "
+        "threads for an implementation that allows it (the kit's own do), else 1; N for "
+        "another implementation means N worker processes, each with its own copy",
     )
     talk = run.add_mutually_exclusive_group()
     talk.add_argument(
@@ -228,9 +244,10 @@ def _run_parallel(
     on_result: Callable[[ScenarioResult], None],
     stop: Callable[[ScenarioResult], bool],
 ) -> RunResult:
-    """Scenarios in worker processes (not threads: judging is CPU-bound Python, and a
-    process per worker keeps each implementation's state and event loops apart)."""
-    jobs = args.jobs or os.cpu_count() or 1
+    """Scenarios in worker processes, for an implementation that cannot run several
+    scenarios in one process at once: each worker keeps its own copy (for ``--impl-cmd``,
+    its own child), with its own state and event loops. Longest waits are started first."""
+    jobs = jobs_for(args.jobs, concurrent=False)
     started, t0 = time.time(), time.perf_counter()
     late_dir = Path(tempfile.mkdtemp(prefix="late-"))  # inside the run's own folder
     results: dict[str, ScenarioResult] = {}
@@ -251,7 +268,7 @@ def _run_parallel(
         # Workers are forked while Ctrl-C is held back: each inherits that, and lets it
         # through only once it ignores it (worker_signals), so none dies mid-start.
         with blocked():
-            futures = [pool.submit(_run_in_worker, s) for s in chosen]
+            futures = [pool.submit(_run_in_worker, chosen[i]) for i in longest_first(chosen)]
         for future in as_completed(futures):
             result, late = future.result()
             for each in (result, *late):
@@ -301,6 +318,10 @@ def _end_workers(pool: ProcessPoolExecutor) -> None:
             worker.join(1.0)
 
 
+def _side_by_side_note(jobs: int, concurrent: bool) -> str:
+    return f"; {jobs} at a time" + ("" if concurrent else " (worker processes)")
+
+
 def cmd_run(args: argparse.Namespace, console: Console) -> int:
     """Run the suite; the run's child processes and temporary files end with it."""
     with run_scope():
@@ -342,6 +363,8 @@ def _cmd_run(args: argparse.Namespace, console: Console) -> int:
         "reference-asyncio",
     )
     reference = None if judging_reference else load_adapter("reference")
+    concurrent = bool(getattr(adapter, "concurrent_runs", False))
+    jobs = jobs_for(args.jobs, concurrent)
     try:
         info = implementation_info(adapter, args.impl_cmd or f"--impl {args.impl}")
         if verbosity != QUIET:
@@ -349,7 +372,7 @@ def _cmd_run(args: argparse.Namespace, console: Console) -> int:
                 f"seamspec {__version__}: {len(chosen)} scenarios against {info.name} "
                 f"{info.version} ({info.language}; contracts: "
                 f"{', '.join(info.contracts) or 'none'}; profile {args.profile})"
-                + (f"; {args.jobs or os.cpu_count()} jobs" if args.jobs != 1 else ""),
+                + (_side_by_side_note(jobs, concurrent) if jobs != 1 else ""),
                 highlight=False,
             )
         printer = ResultPrinter(console, chosen, info, verbosity)
@@ -362,12 +385,12 @@ def _cmd_run(args: argparse.Namespace, console: Console) -> int:
             profile=args.profile,
             compare_with=reference,
         )
-        if args.jobs != 1:
+        if jobs != 1 and not concurrent:
             result = _run_parallel(
                 args, runner=runner, chosen=chosen, expected=expected, on_result=printer, stop=stop
             )
         else:
-            result = runner.run(chosen, stop=stop)
+            result = runner.run(chosen, stop=stop, jobs=jobs)
         printer.finish()
     finally:
         with deferred():  # a Ctrl-C now waits until both are closed

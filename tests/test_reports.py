@@ -193,11 +193,13 @@ def test_parallel_run_gives_the_same_verdicts(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     one, two = tmp_path / "j1.json", tmp_path / "j2.json"
-    assert main(["run", "-q", *WOC, "--impl", MUTANT, "--report-json", str(one)]) == 1
-    assert main(["run", "-q", *WOC, "--impl", MUTANT, "-j", "2", "--report-json", str(two)]) == 1
+    some = ["-k", "woc-[jn]*"]  # a slice with passes and failures; the whole suite is CI's
+    assert main(["run", "-q", *some, "--impl", MUTANT, "--report-json", str(one)]) == 1
+    assert main(["run", "-q", *some, "--impl", MUTANT, "-j", "2", "--report-json", str(two)]) == 1
     capsys.readouterr()
     statuses = [[(r["scenario"], r["status"]) for r in _load(p)["results"]] for p in (one, two)]
     assert statuses[0] == statuses[1]
+    assert {"pass", "fail"} <= {status for _, status in statuses[0]}
 
 
 def test_max_fail_stops_early(capsys: pytest.CaptureFixture[str]) -> None:

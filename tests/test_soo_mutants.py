@@ -17,7 +17,6 @@ batch's own base implementation, which its variants differ from in one place.
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
 from functools import cache
 
 import pytest
@@ -25,7 +24,6 @@ import pytest
 from seamspec.conformance import (
     Adapter,
     Runner,
-    Scenario,
     ScenarioResult,
     catalogue,
     load_adapter,
@@ -37,7 +35,7 @@ from seamspec.conformance._contracts.shell_output.outsiders import batch1
 from seamspec.conformance._core.runner import Finding
 from seamspec.conformance._implementations import reference_adapter
 
-from ._mutant_matrix import describe
+from ._mutant_matrix import describe, run_matrix
 
 CONTRACT = "shell-output"
 CONTROLS = ("reference-asyncio", "reference-trio", "outsider-base-1")
@@ -51,29 +49,27 @@ PARALLEL_RUNS = 6
 def _all_results() -> dict[str, list[ScenarioResult]]:
     """Every control's and mutant's results (strict profile), computed once per session.
 
-    The controls run every SOO scenario, one at a time as ``seamspec run`` does; a mutant
-    runs only the scenarios citing the rule it breaks, in parallel, since only those can
-    count as catching it. Every run judges by the strict profile, so each finding keeps
-    the profile it counts under.
+    The controls run every SOO scenario; a mutant runs the scenarios citing the rule it
+    breaks (only those can count as catching it), the ones that wait least first, until
+    one catches it as :func:`kills` demands. Every run judges by the strict profile, so
+    each finding keeps the profile it counts under.
     """
     scenarios = [s for s in load_scenarios() if s.contract == CONTRACT]
-    results = {name: _run(name, scenarios) for name in CONTROLS}
-    with ThreadPoolExecutor(PARALLEL_RUNS) as pool:
-        pending = {
-            name: [pool.submit(_run, name, [s]) for s in scenarios if mutant.rule in s.rules]
-            for name, mutant in MUTANTS.items()
-        }
-    for name, futures in pending.items():
-        results[name] = [result for future in futures for result in future.result()]
-    return results
-
-
-def _run(adapter_name: str, scenarios: list[Scenario]) -> list[ScenarioResult]:
-    adapter = _adapter(adapter_name)
+    runners = {
+        name: Runner(_adapter(name), timeout=30.0, profile="strict")
+        for name in (*CONTROLS, *MUTANTS)
+    }
     try:
-        return Runner(adapter, timeout=30.0, profile="strict").run(scenarios).results
+        return run_matrix(
+            runners,
+            scenarios,
+            MUTANTS,
+            parallel=PARALLEL_RUNS,
+            catches=lambda name, result: bool(kills(name, [result])),
+        )
     finally:
-        adapter.close()
+        for runner in runners.values():
+            runner.adapter.close()
 
 
 def _adapter(name: str) -> Adapter:

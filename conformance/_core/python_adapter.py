@@ -71,10 +71,18 @@ class PythonAdapter:
         drivers: list[ContractDriver],
         backend: str = "asyncio",
         details: Mapping[str, str] | None = None,
+        concurrent: bool = False,
     ) -> None:
+        """``concurrent=True`` promises that scenarios may run side by side, in threads of
+        one process: each gets its own event loop, and the drivers and the implementation
+        keep no state between scenarios (no module-level caches, no fixed paths or ports).
+        ``seamspec run`` then runs several at once by default; without it, one at a time
+        (``-j N`` then means N worker processes, each with its own copy)."""
         if backend not in ("asyncio", "trio"):
             raise ValueError(f"backend must be 'asyncio' or 'trio', not {backend!r}")
         self._drivers = {d.contract: d for d in drivers}
+        #: Whether ``run`` may be called from several threads at once (see ``__init__``).
+        self.concurrent_runs = concurrent
         self._backend = backend
         features = sorted({f for d in drivers for f in d.features})
         self._info = ImplementationInfo(

@@ -32,6 +32,7 @@ from seamspec.conformance._core.errors import ImplementationError, Unsupported
 from seamspec.conformance._core.manifest import ExpectedFailure
 from seamspec.conformance._core.registry import contract_caveats, contract_judges
 from seamspec.conformance._core.scenario import Scenario
+from seamspec.conformance._core.schedule import longest_first_side_by_side
 
 __all__ = ["Finding", "RunResult", "Runner", "ScenarioResult", "Status"]
 
@@ -258,7 +259,7 @@ def _checked_trace(trace: object) -> tuple[Trace, int]:
 
 
 class Runner:
-    """Runs scenarios one at a time against ``adapter``.
+    """Runs scenarios against ``adapter``: one at a time, or several side by side (``jobs``).
 
     Each ``adapter.run`` happens in a daemon worker thread so that an implementation that
     hangs costs ``timeout`` seconds and an ``error`` status, not the whole run.
@@ -293,22 +294,42 @@ class Runner:
         self._kept = 0  # trace bytes kept in results so far (TRACE_BUDGET)
 
     def run(
-        self, scenarios: Iterable[Scenario], *, stop: Callable[[ScenarioResult], bool] | None = None
+        self,
+        scenarios: Iterable[Scenario],
+        *,
+        stop: Callable[[ScenarioResult], bool] | None = None,
+        jobs: int = 1,
     ) -> RunResult:
+        """Run ``scenarios`` and return their results in the order given.
+
+        ``jobs`` above 1 runs that many side by side in threads, the longest waits first
+        (:mod:`~seamspec.conformance._core.schedule`); only for an adapter whose ``run``
+        may be called from several threads at once (``concurrent_runs``). ``on_result``
+        then sees results in the order they finish. ``stop(result)`` true ends the run:
+        no further scenario starts (with ``jobs``, those already running finish, unreported).
+        """
         started = time.time()
         t0 = time.perf_counter()
+        chosen = list(scenarios)
         results: list[ScenarioResult] = []
-        for scenario in scenarios:
-            result = self.run_one(scenario)
-            results.append(result)
-            if self.on_result:
-                self.on_result(result)
-            for late in self.late_results():
-                results[:] = [late if r.scenario.id == late.scenario.id else r for r in results]
+        if jobs > 1 and len(chosen) > 1:
+            results = longest_first_side_by_side(
+                self.run_one,
+                chosen,
+                jobs,
+                on_done=self.on_result or (lambda _: None),
+                stop=stop or (lambda _: False),
+            )
+        else:
+            for scenario in chosen:
+                result = self.run_one(scenario)
+                results.append(result)
                 if self.on_result:
-                    self.on_result(late)
-            if stop and stop(result):
-                break
+                    self.on_result(result)
+                self._amend_late(results)
+                if stop and stop(result):
+                    break
+        self._amend_late(results)
         return RunResult(
             self.info, results, started, time.perf_counter() - t0, self.strict, self.profile
         )
@@ -320,6 +341,13 @@ class Runner:
         if missing:
             return f"{self.info.name} does not declare the feature(s) {', '.join(missing)}"
         return None
+
+    def _amend_late(self, results: list[ScenarioResult]) -> None:
+        """Replace, in ``results``, each result a late error has made untrustworthy."""
+        for late in self.late_results():
+            results[:] = [late if r.scenario.id == late.scenario.id else r for r in results]
+            if self.on_result:
+                self.on_result(late)
 
     def late_results(self) -> list[ScenarioResult]:
         """Scenarios already run whose result the adapter has since found untrustworthy.

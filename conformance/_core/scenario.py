@@ -22,6 +22,7 @@ from jsonschema.exceptions import ValidationError, best_match
 from seamspec.conformance._core.catalogue import CONTRACTS, Contract, Profile, catalogue
 from seamspec.conformance._core.errors import Problem, ScenarioError
 from seamspec.conformance._core.registry import contract_linters, room
+from seamspec.conformance._core.schema_cache import SchemaVerdicts
 from seamspec.conformance._core.suggest import did_you_mean
 from seamspec.conformance._core.yaml_loader import LoadedYaml, YamlProblem, load_yaml, read_text
 
@@ -192,8 +193,27 @@ def _expand(paths: Sequence[Path]) -> tuple[list[Path], list[Problem]]:
     return files, problems
 
 
-def _schema_problems(file: str, loaded: LoadedYaml) -> list[Problem]:
-    validator = _validator()
+@cache
+def _verdicts() -> SchemaVerdicts:
+    """Texts already known to satisfy the schema, in this process and from earlier runs
+    (``schema_cache``): checking them is most of what loading the suite costs."""
+    return SchemaVerdicts(scenario_schema())
+
+
+def _schema_problems(file: str, loaded: LoadedYaml, text: str) -> list[Problem]:
+    verdicts = _verdicts()
+    digest = verdicts.digest(text)
+    if verdicts.known_valid(digest):
+        return []
+    problems = _validation_problems(file, loaded, _validator())
+    if not problems:
+        verdicts.add(digest)
+    return problems
+
+
+def _validation_problems(
+    file: str, loaded: LoadedYaml, validator: jsonschema.Draft202012Validator
+) -> list[Problem]:
     problems = []
     for found in sorted(validator.iter_errors(loaded.data), key=lambda e: list(e.absolute_path)):
         error = _most_specific(found)
@@ -362,6 +382,7 @@ def validate_files(paths: Sequence[Path]) -> tuple[list[Scenario], list[Problem]
         problems.extend(found)
         if scenario is not None:
             scenarios.append(scenario)
+    _verdicts().save()
     return scenarios, problems
 
 
@@ -375,10 +396,11 @@ def _kit_bug(file: str, kind: str, message: str) -> Problem:
     )
 
 
-def _read(path: Path) -> LoadedYaml | Problem:
+def _read(path: Path) -> tuple[LoadedYaml, str] | Problem:
     file = str(path)
     try:
-        return load_yaml(read_text(path))
+        text = read_text(path)
+        return load_yaml(text), text
     except OSError as error:
         return Problem(file, None, f"cannot read the file: {error.strerror or error}")
     except YamlProblem as error:
@@ -392,16 +414,17 @@ def _read(path: Path) -> LoadedYaml | Problem:
 
 def _check_file(path: Path, seen_ids: dict[str, str]) -> tuple[Scenario | None, list[Problem]]:
     file = str(path)
-    loaded = _read(path)
-    if isinstance(loaded, Problem):
-        return None, [loaded]
+    read = _read(path)
+    if isinstance(read, Problem):
+        return None, [read]
+    loaded, text = read
     data = loaded.data
     if not isinstance(data, dict):
         kind = "null" if data is None else type(data).__name__
         return None, [
             Problem(file, 1, f"the document is a {kind}, not a mapping of scenario fields")
         ]
-    found = _schema_problems(file, loaded) + _catalogue_problems(file, loaded)
+    found = _schema_problems(file, loaded, text) + _catalogue_problems(file, loaded)
     if not found:
         lint = contract_linters().get(data["contract"])
         for at, message in lint(data) if lint else ():

@@ -139,7 +139,12 @@ class _ScriptedObserver:
         self._counts = {"on_output": 0, "on_finish": 0}
 
     def on_output(self, invocation: int, stream: object, chunk: bytes) -> None:
-        self._call("on_output", invocation, stream=_stream_name(stream), hex=bytes(chunk).hex())
+        fields: dict[str, Any] = {"stream": _stream_name(stream), "hex": bytes(chunk).hex()}
+        if not isinstance(chunk, bytes):
+            # The protocol promises bytes; an observer that decodes or hashes the chunk
+            # breaks on a memoryview, and a bytearray or view may change after the call.
+            fields["chunk_type"] = type(chunk).__name__
+        self._call("on_output", invocation, **fields)
 
     def on_finish(self, invocation: int) -> None:
         self._call("on_finish", invocation)

@@ -139,9 +139,9 @@ class _Oracle(History):
                 if rule == "SOO-TIMEOUT" and has_grandchild(call.body.get("script", [])):
                     self.flag(
                         "SOO-FINISH",
-                        f"{name}: on_finish came before the pipes reached end of file: a "
-                        "grandchild held them open until the time limit ended it, so the "
-                        "invocation never completed (its child's exit is not completion)",
+                        f"{name}: on_finish was called, but the invocation never completed: "
+                        "a grandchild held the pipes open until the time limit ended it, and "
+                        "completion is end of file on both pipes, not the child's exit",
                     )
             busy = self.in_flight(at + 1) & {call.invocation} if call.invocation else set()
             began = [e["hook"] for i, e in events if i > at and e["type"] == "callback_enter"]

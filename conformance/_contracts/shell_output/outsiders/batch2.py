@@ -55,7 +55,7 @@ def _variant(name: str, rule: str, statement: str, shell_class: type[Shell]) -> 
 
 
 class _MergeUncutSession(Session):
-    def offer(self, stream: Any, chunk: bytes) -> None:
+    def offer(self, stream: Any, chunk: bytes | memoryview) -> None:
         stream = _stream(stream)
         if not chunk:
             return

@@ -4,9 +4,10 @@ Outsider batch 2 (see ``__init__``): written from docs/contracts/shell-output-ob
 the seed page, CONTRACTS.md, usage.md and the driver's docstring, without reading the
 reference, its adapter or the scenarios. Kept as written (the original ``base.py`` had
 sha256 88f8eab9e987d1f2b40ec157f10f47d9db128876379049d47f87c423cdef5a8f); only imports,
-typing and the adapter builders at the end were touched so that it type-checks with the
-kit. It conforms to every scenario, and it is the control the batch's variants
-(``batch2.py``) are judged against.
+typing, two rewrites the linter asked for that keep the behaviour (``contextlib.suppress``,
+a split ``assert``) and the adapter builders at the end were touched. It conforms to
+every scenario, and it is the control the batch's variants (``batch2.py``) are judged
+against.
 
 Pieces, per observed invocation:
 

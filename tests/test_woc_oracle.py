@@ -79,7 +79,7 @@ def _edit_trace(after: str, *, ok: bool = True, hook_path: str = "s.py") -> list
     """An edit of ``s.py`` (old text twice) through one silent observer."""
     before = "A\nA\n"
     enter = {"type": "hook_enter", "call": "e1", "observer": "o", "path": hook_path}
-    hooks = [] if not ok else [
+    hooks: list[dict[str, Any]] = [] if not ok else [
         {**enter, "hook": "before_write", "sees": before},
         {"type": "hook_exit", "call": "e1", "observer": "o", "hook": "before_write",
          "outcome": "returned", "value": None},

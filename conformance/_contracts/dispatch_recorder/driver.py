@@ -141,7 +141,7 @@ class _Run:
         recorder: DispatchRecorder | None,
         task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
     ) -> None:
-        parts = Participants(self.given, self.tracer)
+        parts = Participants(self.given, self.tracer, self.gates)
         self.tracer.emit("turn_start")
         try:
             with anyio.CancelScope(deadline=anyio.current_time() + TURN_LIMIT) as scope:
@@ -151,7 +151,7 @@ class _Run:
                     messages = await self.impl.run_turn(
                         prompt=str(self.given.get("prompt", "go")),
                         provider=parts, tools=parts, policy=parts, recorder=recorder,
-                        approver=parts.approve,
+                        approver=parts.approve if self.given.get("approver", True) else None,
                         record_time_limit=self.given.get("record_time_limit", 10.0),
                         commit_time_limit=self.given.get("commit_time_limit", 10.0),
                     )  # fmt: skip
@@ -188,12 +188,11 @@ class _Run:
             await self._turn(recorder)
         elif verb == "start_turn":
             await group.start(self._turn, recorder)
-        elif verb in ("wait_record", "wait_commit"):
+        elif verb in ("wait_record", "wait_commit", "wait_tool"):
             kind, wanted = verb.removeprefix("wait_"), int(body.get("count", 1))
+            event = "tool_run" if kind == "tool" else f"{kind}_enter"
             await self._wait(
-                index,
-                f"{wanted} {kind} call(s)",
-                lambda: self.tracer.count(f"{kind}_enter") >= wanted,
+                index, f"{wanted} {kind} call(s)", lambda: self.tracer.count(event) >= wanted
             )
         elif verb == "release":
             self.tracer.emit("gate_released", gate=body)

@@ -60,11 +60,16 @@ def dump(messages: Sequence[Message]) -> list[dict[str, Any]]:
 
 
 class Participants:
-    """The scripted provider, tools, policy and approver of one scenario."""
+    """The scripted provider, tools, policy and approver of one scenario.
 
-    def __init__(self, given: Mapping[str, Any], tracer: Tracer) -> None:
+    A tool with a ``gate`` blocks until the gate opens (it stays cancellable), so that a
+    scenario can make a tool take longer than the record time limit without a sleep.
+    """
+
+    def __init__(self, given: Mapping[str, Any], tracer: Tracer, gates: Gates) -> None:
         self.given = given
         self.tracer = tracer
+        self.gates = gates
         self.steps = 0
 
     async def next_step(self, messages: Sequence[Message]) -> ProviderStep:
@@ -86,6 +91,9 @@ class Participants:
         )  # fmt: skip
         await anyio.lowlevel.checkpoint()
         spec = self.given.get("tools", {}).get(invocation.name, {})
+        if "gate" in spec:
+            self.gates.entered.setdefault(spec["gate"], anyio.current_time())
+            await self.gates[spec["gate"]].wait()
         if "raise" in spec:
             self.tracer.emit("tool_exit", call=invocation.call_id, raised=spec["raise"])
             raise ScriptedFailure(spec["raise"])

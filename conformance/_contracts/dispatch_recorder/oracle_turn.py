@@ -1,0 +1,173 @@
+"""The DR oracle's turn checks: the commit barrier and what each commit holds, a failed
+commit, the default commit, cancellation, and time limits the kit had to enforce itself.
+
+Per-call checks are in ``oracle.py``; both read the trace through ``oracle_trace.Evidence``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from seamspec.conformance._contracts.dispatch_recorder.model import (
+    behaviour_for,
+    calls_of,
+    failed,
+)
+from seamspec.conformance._contracts.dispatch_recorder.oracle_trace import Evidence
+
+__all__ = ["check_turn"]
+
+#: Events that make the turn go on: none may follow a failed commit or a cancellation.
+_GOING_ON = ("provider_call", "tool_run", "record_enter", "commit_enter")
+
+
+def check_turn(ev: Evidence) -> None:
+    if ev.recorder is not None and (ev.journal or ev.recorder.get("commit_default")):
+        _check_default(ev)
+    elif ev.recorder is not None:
+        _check_barrier(ev)
+        _check_contents(ev)
+        _check_failed_commit(ev)
+    _check_cancel(ev)
+    _check_kit_timeout(ev)
+
+
+def _check_default(ev: Evidence) -> None:
+    """A recorder without its own commit: the protocol's default is OK (DR-COMMIT-DEFAULT)."""
+    if ev.cancel_i is None and ev.turn_end and ev.turn_end.get("outcome") == "error":
+        ev.flag(
+            "DR-COMMIT-DEFAULT",
+            f"the turn failed ({ev.turn_end.get('error')}) although the recorder has no "
+            "commit of its own",
+        )
+
+
+def _check_barrier(ev: Evidence) -> None:
+    provider = ev.all("provider_call")
+    commits = ev.all("commit_enter")
+    for k in range(len(provider) - 1):
+        enter = [i for i in commits if ev.events[i].get("n") == k]
+        ok_exit = ev.first("commit_exit", n=k, outcome="ok")
+        if not enter or ok_exit is None or ok_exit > provider[k + 1]:
+            ev.flag(
+                "DR-COMMIT-BARRIER",
+                f"step {k}: provider call {k + 1} happened before commit_accepted_step({k}) "
+                "returned OK",
+            )
+            continue
+        step_calls = {c["id"] for s, c in calls_of(ev.given) if s == k}
+        late = [
+            e
+            for e in ev.events[enter[0] :]
+            if e["type"] in ("tool_run", "record_enter") and e.get("call") in step_calls
+        ]
+        if late:
+            ev.flag("DR-COMMIT-BARRIER", f"step {k}: committed before its tool calls were done")
+
+
+def _snapshot(ev: Evidence, step: int) -> list[dict[str, Any]] | None:
+    """The transcript the model saw before ``step`` (the final one after the last step)."""
+    found = ev.first("provider_call", step=step)
+    if found is not None:
+        return list(ev.events[found].get("messages") or [])
+    if ev.completed and ev.turn_end and ev.first("provider_call", step=step - 1) is not None:
+        return list(ev.turn_end.get("messages") or [])
+    return None
+
+
+def _check_contents(ev: Evidence) -> None:
+    """DR-COMMIT-STEP: each commit holds its step's messages; DR-COMMIT-FINAL."""
+    provider = ev.all("provider_call")
+    committed: dict[int, int] = {}
+    for i in ev.all("commit_enter"):
+        step = sum(1 for p in provider if p < i) - 1
+        if step < 0:
+            ev.flag("DR-COMMIT-STEP", "a commit came before the provider proposed any step")
+            continue
+        committed[step] = committed.get(step, 0) + 1
+        if committed[step] == 2:
+            ev.flag("DR-COMMIT-STEP", f"step {step} was committed more than once")
+        before, after = _snapshot(ev, step), _snapshot(ev, step + 1)
+        if before is None or after is None or after[: len(before)] != before:
+            continue  # the turn stopped, or its transcript was rewritten: nothing to compare
+        want, got = after[len(before) :], list(ev.events[i].get("messages") or [])
+        if got != want:
+            ev.flag(
+                "DR-COMMIT-STEP",
+                f"commit {ev.events[i].get('n')} (step {step}) held {_roles(got)}; the step "
+                f"added {_roles(want)} to the transcript{_first_difference(got, want)}",
+            )
+    last = len(provider) - 1
+    final = [i for i in ev.all("commit_exit", outcome="ok") if last >= 0 and i > provider[last]]
+    if ev.completed and ev.cancel_i is None and last >= 0 and not final:
+        ev.flag("DR-COMMIT-FINAL", f"the final step ({last}) was never committed")
+
+
+def _roles(messages: list[dict[str, Any]]) -> list[str]:
+    return [f"{m.get('role')}:{m.get('tool_call_id') or ''}".rstrip(":") for m in messages]
+
+
+def _first_difference(got: list[dict[str, Any]], want: list[dict[str, Any]]) -> str:
+    for g, w in zip(got, want, strict=False):
+        if g != w:
+            return f" (first difference: {g.get('content')!r}, expected {w.get('content')!r})"
+    return ""
+
+
+def _check_failed_commit(ev: Evidence) -> None:
+    assert ev.recorder is not None
+    script = ev.recorder.get("commit")
+    for i in ev.all("commit_enter"):
+        n = ev.events[i]["n"]
+        why = failed(behaviour_for(script, n))
+        exit_i = ev.first("commit_exit", n=n)
+        outcome = ev.events[exit_i].get("outcome") if exit_i is not None else None
+        if why is None and outcome == "ok":
+            continue
+        if ev.cancel_i is not None and (exit_i is None or ev.cancel_i < exit_i):
+            return  # a cancellation, not a failed commit: DR-CANCEL judges it
+        after = [e for e in ev.events[i + 1 :] if e["type"] in _GOING_ON]
+        if after:
+            ev.flag(
+                "DR-COMMIT-FAIL",
+                f"commit {n} failed ({why or outcome}) yet the turn went on: {after[0]['type']}",
+            )
+        if ev.turn_end is None or ev.turn_end.get("outcome") != "error":
+            ev.flag(
+                "DR-COMMIT-FAIL",
+                f"commit {n} failed ({why or outcome}) but the turn did not end with an error",
+            )
+        return
+
+
+def _check_cancel(ev: Evidence) -> None:
+    if ev.cancel_i is None:
+        return
+    for e in ev.events[ev.cancel_i + 1 :]:
+        if e["type"] in _GOING_ON:
+            ev.flag("DR-CANCEL", f"after the cancellation: {e['type']} {e.get('call', '')}".strip())
+    if ev.turn_end is not None and ev.turn_end.get("outcome") != "cancelled":
+        ev.flag(
+            "DR-CANCEL",
+            f"cancelled during a record or commit, the turn ended {ev.turn_end.get('outcome')}",
+        )
+
+
+def _check_kit_timeout(ev: Evidence) -> None:
+    """The kit had to stop the turn: a record or commit ran past the implementation's limit."""
+    timeout = ev.first("kit_timeout")
+    if timeout is None:
+        return
+    for what, rule, limit in (
+        ("record", "DR-HANG", "record_time_limit"),
+        ("commit", "DR-COMMIT-FAIL", "commit_time_limit"),
+    ):
+        open_ = {ev.events[i].get("n") for i in ev.all(f"{what}_enter") if i < timeout}
+        open_ -= {ev.events[i].get("n") for i in ev.all(f"{what}_exit") if i < timeout}
+        if open_ and limit in ev.given:
+            ev.flag(
+                rule,
+                f"{what} {sorted(open_)[0]} was still running when the kit stopped the turn "
+                f"after {ev.events[timeout].get('seconds')} s, far past the "
+                f"{ev.given[limit]:g} s {limit}",
+            )

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,6 +22,7 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from seamspec import __version__
+from seamspec.conformance._contracts.dispatch_recorder import mutant_executors as more
 from seamspec.conformance._contracts.dispatch_recorder.driver import DispatchRecorderDriver
 from seamspec.conformance._contracts.dispatch_recorder.reference_adapter import ReferenceDispatch
 from seamspec.conformance._core.python_adapter import PythonAdapter
@@ -314,6 +315,9 @@ class DrMutant:
     statement: str
     executor: type[ToolExecutor] = ToolExecutor
     loop_mode: str | None = None
+    turn: Callable[[str, Any, ToolExecutor, float | None], Awaitable[Sequence[Message]]] | None = (
+        None
+    )
     journal: type[JournalRecorder] = JournalRecorder
     lax_verify: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
@@ -328,6 +332,8 @@ class DrMutant:
             async def loop(
                 self, prompt: str, provider: Any, executor: ToolExecutor, limit: float | None
             ) -> Sequence[Message]:
+                if mutant.turn is not None:
+                    return await mutant.turn(prompt, provider, executor, limit)
                 if mutant.loop_mode is None:
                     result = await run_turn(prompt, provider, executor, commit_time_limit=limit)
                     return result.messages
@@ -389,6 +395,68 @@ _ALL = (
     DrMutant("dr-commit-default-fails", "DR-COMMIT-DEFAULT",
              "treats a recorder without its own commit_accepted_step as a failed barrier",
              loop_mode="default-fails"),
+    # The boundaries (mutant_executors.py).
+    DrMutant("dr-limit-from-call-start", "DR-HANG",
+             "starts one record clock per tool call, so a slow tool eats the redaction "
+             "record's time", executor=more.LimitFromCallStart),
+    DrMutant("dr-limit-per-turn", "DR-HANG",
+             "gives all records of a turn one shared time budget", executor=more.LimitPerTurn),
+    DrMutant("dr-limit-ignored", "DR-HANG",
+             "puts no time limit on record at all", executor=more.LimitIgnored),
+    DrMutant("dr-cancel-late-ok-applied", "DR-CANCEL",
+             "applies a mutation whose record answered OK after the turn was cancelled",
+             executor=more.CancelLateOkApplied),
+    DrMutant("dr-commit-cancel-is-failure", "DR-CANCEL",
+             "catches everything around the commit, so a cancelled commit ends the turn "
+             "as a commit error", turn=more.loop_commit_cancel_is_failure),
+    DrMutant("dr-raise-escapes", "DR-RAISE",
+             "lets an exception from the recorder escape and end the turn",
+             executor=more.RaiseEscapes),
+    DrMutant("dr-retry-failed-record", "DR-ONE-RECORD",
+             "retries a failed record once and applies the mutation if the retry works",
+             executor=more.RetryFailedRecord),
+    DrMutant("dr-record-canonical-json", "DR-ONE-RECORD",
+             "records rewritten arguments re-serialised as canonical JSON, not verbatim",
+             executor=more.RecordCanonicalJson),
+    DrMutant("dr-empty-redaction-ignored", "DR-ONE-RECORD",
+             "reads a redaction to the empty string as no redaction: unrecorded, raw result",
+             executor=more.EmptyRedactionIgnored),
+    DrMutant("dr-denies-unrecorded", "DR-ONE-RECORD",
+             "denies every rewrite without asking the recorder", executor=more.DeniesUnrecorded),
+    DrMutant("dr-rewrite-canonical-json", "DR-REWRITE",
+             "runs the tool with the recorded new_args re-serialised as canonical JSON",
+             executor=more.RewriteCanonicalJson),
+    DrMutant("dr-redact-canonical-json", "DR-REDACT",
+             "releases the recorded redaction re-serialised as canonical JSON",
+             executor=more.RedactCanonicalJson),
+    DrMutant("dr-blank-context-dropped", "DR-INJECT",
+             "strips the recorded context, so whitespace-only context is never injected",
+             executor=more.BlankContextDropped),
+    DrMutant("dr-inject-unrecorded", "DR-RECORD-FIRST",
+             "applies context injections without recording them", executor=more.InjectUnrecorded),
+    DrMutant("dr-redacts-denials", "DR-BOTH",
+             "runs the post-dispatch policy over denials and records a redaction of them",
+             executor=more.RedactsDenials),
+    DrMutant("dr-absent-withholds", "DR-ABSENT",
+             "with no recorder, withholds results the policy wanted redacted",
+             executor=more.AbsentWithholds),
+    DrMutant("dr-approval-unwired-runs", "DR-APPROVAL",
+             "with no approver wired, runs calls that need approval",
+             executor=more.ApprovalUnwiredRuns),
+    DrMutant("dr-denial-paraphrased", "DR-OUTCOME-TEXT",
+             "words denials its own way, without the fixed prefix",
+             executor=more.DenialParaphrased),
+    DrMutant("dr-withheld-empty", "DR-OUTCOME-TEXT",
+             "releases an empty result instead of the withheld notice",
+             executor=more.WithheldEmpty),
+    DrMutant("dr-commit-whole-transcript", "DR-COMMIT-STEP",
+             "commits the whole transcript at every step, not the step's messages",
+             turn=more.loop_commit_transcript),
+    DrMutant("dr-commit-early", "DR-COMMIT-BARRIER",
+             "commits each step as soon as the model answered, before its calls ran",
+             turn=more.loop_commit_early),
+    DrMutant("dr-final-step-uncommitted", "DR-COMMIT-FINAL",
+             "does not commit the final answer step", turn=more.loop_final_uncommitted),
     DrMutant("dr-journal-ok-before-fsync", "DR-JOURNAL-DURABLE",
              "the journal returns OK once the entry is written, before any fsync",
              journal=_JournalOkBeforeFsync),

@@ -237,6 +237,8 @@ class _Call:
                 "DR-RECORD-FIRST",
                 "the redacted result was released before (or without) a successful record",
             )
+            if why in FAIL_RULES:
+                self.flag(FAIL_RULES[why], f"the redaction record {why}, yet it was released")
         if why is None and self.message is not None and self.message != redacted:
             self.flag(
                 "DR-REDACT", f"released {self.message!r}; the recorded redaction is {redacted!r}"

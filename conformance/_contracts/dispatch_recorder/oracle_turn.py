@@ -154,20 +154,35 @@ def _check_cancel(ev: Evidence) -> None:
 
 
 def _check_kit_timeout(ev: Evidence) -> None:
-    """The kit had to stop the turn: a record or commit ran past the implementation's limit."""
+    """The kit had to stop the turn: a record or commit ran past the implementation's limit.
+
+    The kit's own deadline cancels the call it finds running, which then ends
+    ``cancelled`` just before the ``kit_timeout`` event: a call counts as still running if
+    it never ended, or ended cancelled with nothing else happening before the timeout.
+    """
     timeout = ev.first("kit_timeout")
-    if timeout is None:
+    if timeout is None or ev.cancel_i is not None:
         return
     for what, rule, limit in (
         ("record", "DR-HANG", "record_time_limit"),
         ("commit", "DR-COMMIT-FAIL", "commit_time_limit"),
     ):
-        open_ = {ev.events[i].get("n") for i in ev.all(f"{what}_enter") if i < timeout}
-        open_ -= {ev.events[i].get("n") for i in ev.all(f"{what}_exit") if i < timeout}
-        if open_ and limit in ev.given:
-            ev.flag(
-                rule,
-                f"{what} {sorted(open_)[0]} was still running when the kit stopped the turn "
-                f"after {ev.events[timeout].get('seconds')} s, far past the "
-                f"{ev.given[limit]:g} s {limit}",
+        for i in ev.all(f"{what}_enter"):
+            n = ev.events[i].get("n")
+            exit_i = ev.first(f"{what}_exit", n=n)
+            between = [] if exit_i is None else ev.events[exit_i + 1 : timeout]
+            running = (
+                exit_i is None
+                or exit_i > timeout
+                or (
+                    ev.events[exit_i].get("outcome") == "cancelled"
+                    and not any(e["type"] in _GOING_ON for e in between)
+                )
             )
+            if i < timeout and running and limit in ev.given:
+                ev.flag(
+                    rule,
+                    f"{what} {n} was still running when the kit stopped the turn after "
+                    f"{ev.events[timeout].get('seconds')} s, far past the "
+                    f"{ev.given[limit]:g} s {limit}",
+                )

@@ -61,9 +61,13 @@ __all__ = [
 
 
 def _canonical(text: str) -> str:
-    """What a "normalise the JSON" helper does: parse and dump with the defaults."""
+    """What a "canonicalise the JSON" helper does: sorted keys, no spaces, ASCII escapes.
+
+    Compact JSON with sorted keys and ASCII text comes back unchanged, so only arguments
+    that are valid but not canonical JSON show the bug.
+    """
     try:
-        return json.dumps(json.loads(text), sort_keys=True)
+        return json.dumps(json.loads(text), sort_keys=True, separators=(",", ":"))
     except ValueError:
         return text
 

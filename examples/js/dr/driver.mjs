@@ -101,6 +101,11 @@ class Run {
         await turn();
         if (signal.aborted) throw signal.reason;
         const spec = given.tools?.[invocation.name] ?? {};
+        if ("gate" in spec) {
+          // A slow tool: blocks (cancellably) until the kit opens its gate.
+          if (!run.entered.has(spec.gate)) run.entered.set(spec.gate, Date.now());
+          await Promise.race([run.gate(spec.gate).opened, aborted(signal)]);
+        }
         if ("raise" in spec) {
           run.emit("tool_exit", { call: invocation.callId, raised: spec.raise });
           throw new ScriptedFailure(spec.raise);
@@ -219,7 +224,8 @@ class Run {
     const timer = setTimeout(() => controller.abort(new Cancelled("kit time limit")), TURN_LIMIT * 1000);
     try {
       const executor = new ToolExecutor(parts, parts, recorder, {
-        approver: (call) => parts.approve(call),
+        // `approver: false`: no approver is wired at all.
+        approver: this.given.approver === false ? null : (call) => parts.approve(call),
         recordTimeLimit: this.given.record_time_limit ?? 10.0,
       });
       const messages = await runTurn(String(this.given.prompt ?? "go"), parts, executor, {
@@ -270,10 +276,11 @@ class Run {
     const body = step[verb];
     if (verb === "turn") await this.turn(recorder);
     else if (verb === "start_turn") this.done = this.turn(recorder);
-    else if (verb === "wait_record" || verb === "wait_commit") {
+    else if (verb === "wait_record" || verb === "wait_commit" || verb === "wait_tool") {
       const kind = verb.slice("wait_".length);
       const wanted = body?.count ?? 1;
-      await this.wait(index, `${wanted} ${kind} call(s)`, () => this.count(`${kind}_enter`) >= wanted);
+      const event = kind === "tool" ? "tool_run" : `${kind}_enter`;
+      await this.wait(index, `${wanted} ${kind} call(s)`, () => this.count(event) >= wanted);
     } else if (verb === "release") {
       this.emit("gate_released", { gate: body });
       this.gate(body).open();

@@ -23,7 +23,7 @@ from pathlib import Path
 ROOM = Path(__file__).parents[1] / "conformance" / "_contracts" / "dispatch_recorder"
 #: The oracle's dispatch side: the files whose every finding must be reachable. (The
 #: journal checks, ``oracle_journal.py``, are measured with the journal's own tests.)
-MEASURED = ("oracle.py",)
+MEASURED = ("oracle.py", "oracle_trace.py", "oracle_turn.py")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -87,6 +87,10 @@ class DispatchRecorderDriver:
             return await _Run(self.implementation, request, Path(tmp)).perform()
 
 
+class _Unmet(Exception):
+    """A ``wait_*`` step's event never happened, and the turn is over."""
+
+
 class _Run:
     def __init__(self, impl: Any, request: Mapping[str, Any], tmp: Path) -> None:
         self.impl = impl
@@ -126,7 +130,11 @@ class _Run:
         try:
             async with anyio.create_task_group() as group:
                 for index, step in enumerate(self.when):
-                    await self._step(index, step, recorder, group)
+                    try:
+                        await self._step(index, step, recorder, group)
+                    except _Unmet as unmet:
+                        self.tracer.emit("wait_unmet", step=index, waited_for=str(unmet))
+                        break
                 if self.scope is not None:
                     with anyio.move_on_after(WAIT_LIMIT + TURN_LIMIT):
                         await self.done.wait()
@@ -168,9 +176,18 @@ class _Run:
             self.done.set()
 
     async def _wait(self, index: int, what: str, ready: Callable[[], bool]) -> None:
+        """Wait until ``ready()``; :class:`_Unmet` if the turn ended without it happening.
+
+        A turn that ended without the awaited record, commit or tool call has broken a
+        rule (a mutation applied unrecorded, say), not crashed: the steps stop there and
+        the trace is judged. Waiting on a turn that is still running and never gets there
+        is a hang, an :class:`ImplementationError`.
+        """
         try:
             with anyio.fail_after(WAIT_LIMIT):
                 while not ready():
+                    if self.done.is_set():
+                        raise _Unmet(what)
                     await anyio.sleep(0.001)
         except TimeoutError:
             raise ImplementationError(

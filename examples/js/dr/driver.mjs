@@ -17,6 +17,8 @@ import { JournalRecorder, tamper, verifyJournal } from "./journal.mjs";
 export const WAIT_LIMIT = 10.0;
 export const TURN_LIMIT = 10.0;
 
+class Unmet extends Error {}
+
 class ScriptedFailure extends Error {
   constructor(message) {
     super(message);
@@ -217,6 +219,7 @@ class Run {
 
   // -- the turn and the steps --------------------------------------------------------
   async turn(recorder) {
+    this.finished = false;
     const parts = this.participants();
     const controller = new AbortController();
     this.controller = controller;
@@ -242,6 +245,7 @@ class Run {
       }
     } finally {
       clearTimeout(timer);
+      this.finished = true;
     }
   }
 
@@ -255,9 +259,12 @@ class Run {
     }
   }
 
+  // Waits until ready(). A turn that ended without the awaited event broke a rule, not
+  // the protocol: the steps stop there (an Unmet) and the kit judges the trace.
   async wait(index, what, ready) {
     const deadline = Date.now() + WAIT_LIMIT * 1000;
     while (!ready()) {
+      if (this.finished) throw new Unmet(what);
       if (Date.now() > deadline) throw new DriverError(`step ${index}: ${what} did not happen within ${WAIT_LIMIT} s`);
       await sleep(0.001);
     }
@@ -312,7 +319,15 @@ class Run {
   async run() {
     const recorder = this.recorder();
     try {
-      for (const [index, step] of this.when.entries()) await this.step(index, step, recorder);
+      for (const [index, step] of this.when.entries()) {
+        try {
+          await this.step(index, step, recorder);
+        } catch (error) {
+          if (!(error instanceof Unmet)) throw error;
+          this.emit("wait_unmet", { step: index, waited_for: error.message });
+          break;
+        }
+      }
       await this.waitDone();
     } finally {
       if (this.journal) {

@@ -20,6 +20,7 @@ from seamspec.reference import (
     ContextInjection,
     Decision,
     DispatchMutation,
+    InjectContext,
     InputRewrite,
     Message,
     MutationKind,
@@ -35,11 +36,16 @@ from seamspec.reference import (
 from seamspec.reference._dispatch_recorder.turn_loop import CommitFailed
 
 __all__ = [
+    "AbsentDeniesMutations",
     "AbsentWithholds",
+    "ApprovalInverted",
+    "ApprovalReasonInjected",
+    "ApprovalSpeculative",
     "ApprovalUnwiredRuns",
     "BlankContextDropped",
     "CancelLateOkApplied",
     "DenialParaphrased",
+    "DenialsDropped",
     "DeniesUnrecorded",
     "EmptyRedactionIgnored",
     "InjectUnrecorded",
@@ -55,6 +61,7 @@ __all__ = [
     "WithheldEmpty",
     "loop_commit_cancel_is_failure",
     "loop_commit_early",
+    "loop_commit_prompt_first",
     "loop_commit_transcript",
     "loop_final_uncommitted",
 ]
@@ -361,3 +368,71 @@ async def loop_commit_cancel_is_failure(
         if not step.tool_calls:
             return messages
     return messages
+
+
+# --------------------------------------------------------------------------------------
+# Mutants for findings nothing else reached (tests/dr_oracle_coverage.py).
+
+
+class DenialsDropped(ToolExecutor):
+    """Denies a call by leaving it out of the transcript: the model gets no result at all."""
+
+    def _denied(self, call: ToolCall, reason: str, errors: tuple[str, ...] = ()) -> Any:
+        outcome = super()._denied(call, reason, errors)
+        return type(outcome)(call, "denied", (), errors)
+
+
+class ApprovalInverted(ToolExecutor):
+    """Reads the approver's answer the wrong way round (``if await approver(...)``: deny)."""
+
+    async def _prepare(self, call: ToolCall, decision: Decision) -> ToolInvocation | Any:
+        if isinstance(decision, RequireApproval) and self.approver is not None:
+            if await self.approver(call, decision.reason):
+                return self._denied(call, f"approval required and not given: {decision.reason}")
+            return ToolInvocation(call.id, call.name, call.args)
+        return await super()._prepare(call, decision)
+
+
+class ApprovalReasonInjected(ToolExecutor):
+    """Runs an approved call with the approval's reason as context, "so the tool knows"."""
+
+    async def _prepare(self, call: ToolCall, decision: Decision) -> ToolInvocation | Any:
+        prepared = await super()._prepare(call, decision)
+        if isinstance(decision, RequireApproval) and isinstance(prepared, ToolInvocation):
+            return ToolInvocation(call.id, call.name, call.args, (decision.reason,))
+        return prepared
+
+
+class ApprovalSpeculative(ToolExecutor):
+    """Starts the tool before the approver answers, and drops the result if refused."""
+
+    async def execute(self, call: ToolCall) -> Any:
+        decision = await self.policy.before_dispatch(call)
+        if not isinstance(decision, RequireApproval) or self.approver is None:
+            return await super().execute(call)
+        result = await self._run(ToolInvocation(call.id, call.name, call.args))
+        if not await self.approver(call, decision.reason):
+            return self._denied(call, f"approval required and not given: {decision.reason}")
+        released, errors = await self._release(call, result)
+        return type(self._denied(call, ""))(
+            call, "ran", (Message("tool", released, call.id),), errors
+        )
+
+
+class AbsentDeniesMutations(ToolExecutor):
+    """With no recorder, denies calls the policy wanted to mutate (fails closed too far)."""
+
+    async def _prepare(self, call: ToolCall, decision: Decision) -> ToolInvocation | Any:
+        mutating = isinstance(decision, (RewriteArgs, InjectContext))
+        if self.recorder is None and mutating:
+            return self._denied(call, "no recorder, so the mutation cannot be recorded")
+        return await super()._prepare(call, decision)
+
+
+async def loop_commit_prompt_first(
+    prompt: str, provider: Any, executor: ToolExecutor, limit: float | None
+) -> Any:
+    """Commits the user's prompt before the first step, "so a resumed turn has it"."""
+    if executor.recorder is not None:
+        await _commit(executor, -1, [Message("user", prompt)], limit)
+    return await _turn(prompt, provider, executor, limit, "steps")

@@ -43,16 +43,21 @@ def _check_default(ev: Evidence) -> None:
 
 
 def _check_barrier(ev: Evidence) -> None:
+    """Between provider call k and k + 1, step k's commit entered and returned OK.
+
+    Commits are matched to steps by where they happen, not by their counter, so a commit
+    of something that is no step (the prompt, say) is DR-COMMIT-STEP's, not this rule's.
+    """
     provider = ev.all("provider_call")
     commits = ev.all("commit_enter")
     for k in range(len(provider) - 1):
-        enter = [i for i in commits if ev.events[i].get("n") == k]
-        ok_exit = ev.first("commit_exit", n=k, outcome="ok")
-        if not enter or ok_exit is None or ok_exit > provider[k + 1]:
+        enter = [i for i in commits if provider[k] < i < provider[k + 1]]
+        oks = [ev.first("commit_exit", n=ev.events[i].get("n"), outcome="ok") for i in enter]
+        if not any(ok is not None and ok < provider[k + 1] for ok in oks):
             ev.flag(
                 "DR-COMMIT-BARRIER",
-                f"step {k}: provider call {k + 1} happened before commit_accepted_step({k}) "
-                "returned OK",
+                f"step {k}: provider call {k + 1} happened before a commit_accepted_step of "
+                f"step {k} returned OK",
             )
             continue
         step_calls = {c["id"] for s, c in calls_of(ev.given) if s == k}

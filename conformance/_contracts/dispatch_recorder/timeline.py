@@ -62,6 +62,8 @@ def render(event: dict[str, Any]) -> str | None:
         return f"journal verify ok={event.get('ok')} {event.get('reason') or ''}".rstrip()
     if kind == "journal_tampered":
         return f"journal tampered: {event.get('op')}"
+    if kind == "wait_unmet":
+        return f"** step {event.get('step')}: {event.get('waited_for')} never came; the turn was over **"
     if kind == "cancel_requested":
         return "** cancel **"
     if kind == "gate_released":

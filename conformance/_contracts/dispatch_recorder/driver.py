@@ -19,7 +19,7 @@ import anyio
 from anyio.abc import TaskGroup, TaskStatus
 
 from seamspec.conformance._contracts.dispatch_recorder.journal_steps import tamper
-from seamspec.conformance._contracts.dispatch_recorder.model import step_verb
+from seamspec.conformance._contracts.dispatch_recorder.model import late_limit, step_verb
 from seamspec.conformance._contracts.dispatch_recorder.scripted import (
     Gates,
     Participants,
@@ -219,7 +219,7 @@ class _Run:
             await self._wait(
                 index, f"a call blocked on gate {body}", lambda: body in self.gates.entered
             )
-            limit = float(self.given.get("record_time_limit", 0.0))
+            limit = float(self.given.get(late_limit(self.given, body), 0.0))
             # Not a sleep for ordering: the gate must open only once the limit has passed.
             await anyio.sleep(
                 max(0.0, self.gates.entered[body] + limit - anyio.current_time()) + 0.02

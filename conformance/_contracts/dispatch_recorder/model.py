@@ -17,6 +17,7 @@ __all__ = [
     "event_positions",
     "failed",
     "gates_of",
+    "late_limit",
     "lint",
     "policy_for",
     "pre_kind",
@@ -84,6 +85,16 @@ def gates_of(given: dict[str, Any]) -> set[str]:
     found = {b.get("gate") for key in ("record", "commit") for b in _behaviours(recorder, key)}
     found |= {spec.get("gate") for spec in given.get("tools", {}).values()}
     return {str(g) for g in found if g is not None}
+
+
+def late_limit(given: dict[str, Any], gate: str) -> str:
+    """The time limit a ``release_late`` of ``gate`` waits out: the commit limit for a gate a
+    commit blocks on, else the record limit (a tool's gate: it ran longer than any record
+    may take)."""
+    commits = _behaviours(given.get("recorder") or {}, "commit")
+    return (
+        "commit_time_limit" if any(b.get("gate") == gate for b in commits) else "record_time_limit"
+    )
 
 
 def event_positions(trace: list[dict[str, Any]]) -> dict[str, int]:
@@ -189,11 +200,17 @@ def lint(data: dict[str, Any]) -> list[tuple[tuple[str | int, ...], str]]:
                 (at, f"{verb} needs the journal recorder (`recorder: {{journal: true}}`)")
             )
     verbs = [step_verb(s) for s in when]
-    late = any(b.get("late") for b in _behaviours(recorder, "record"))
-    if late and "release_late" not in verbs and "cancel" not in verbs:
-        problems.append((("when",), "a `late` record needs a `release_late` or `cancel` step"))
-    if "release_late" in verbs and "record_time_limit" not in given:
-        problems.append((("given",), "`release_late` waits for `record_time_limit`: give one"))
+    for key in ("record", "commit"):
+        late = any(b.get("late") for b in _behaviours(recorder, key))
+        if late and "release_late" not in verbs and "cancel" not in verbs:
+            problems.append((("when",), f"a `late` {key} needs a `release_late` or `cancel` step"))
+    for index, step in enumerate(when):
+        if (
+            step_verb(step) == "release_late"
+            and late_limit(given, step["release_late"]) not in given
+        ):
+            limit = late_limit(given, step["release_late"])
+            problems.append((("when", index), f"`release_late` waits for `{limit}`: give one"))
     problems.extend(_races(given, when))
     for b in _behaviours(recorder, "commit"):
         if (b.get("hang") or b.get("late")) and "commit_time_limit" not in given:

@@ -61,6 +61,7 @@ __all__ = [
     "WithheldEmpty",
     "loop_commit_cancel_is_failure",
     "loop_commit_early",
+    "loop_commit_late_ok",
     "loop_commit_prompt_first",
     "loop_commit_transcript",
     "loop_final_uncommitted",
@@ -289,17 +290,25 @@ class AbsentWithholds(ToolExecutor):
 
 
 async def _commit(
-    executor: ToolExecutor, step: int, messages: Sequence[Message], limit: float | None
+    executor: ToolExecutor,
+    step: int,
+    messages: Sequence[Message],
+    limit: float | None,
+    *,
+    honour_late: bool = False,
 ) -> None:
-    """The reference's commit, with its time limit: only *what* is committed, and when, differ."""
+    """The reference's commit, with its time limit: only *what* is committed, and when,
+    differ (or, with ``honour_late``, whether an OK after the limit counts)."""
     assert executor.recorder is not None
-    outcome: Any = RecordError(f"commit_accepted_step took longer than {limit} s")
-    with anyio.move_on_after(math.inf if limit is None else limit):
+    outcome: Any = None
+    with anyio.move_on_after(math.inf if limit is None else limit) as scope:
         try:
             outcome = await executor.recorder.commit_accepted_step(messages)
         except Exception as error:
             outcome = RecordError(f"commit_accepted_step raised {error!r}")
     await anyio.lowlevel.checkpoint_if_cancelled()
+    if scope.cancel_called and (not honour_late or outcome is None):
+        outcome = RecordError(f"commit_accepted_step took longer than {limit} s")
     if isinstance(outcome, RecordError):
         raise CommitFailed(step, outcome.reason, messages)
 
@@ -318,7 +327,8 @@ async def _turn(
         messages.extend(accepted)
         final = not step.tool_calls
         if executor.recorder is not None and mode != "early" and not (mode == "final" and final):
-            await _commit(executor, index, messages if mode == "transcript" else accepted, limit)
+            held = messages if mode == "transcript" else accepted
+            await _commit(executor, index, held, limit, honour_late=mode == "late-ok")
         if final:
             return messages
     return messages
@@ -436,3 +446,10 @@ async def loop_commit_prompt_first(
     if executor.recorder is not None:
         await _commit(executor, -1, [Message("user", prompt)], limit)
     return await _turn(prompt, provider, executor, limit, "steps")
+
+
+async def loop_commit_late_ok(
+    prompt: str, provider: Any, executor: ToolExecutor, limit: float | None
+) -> Any:
+    """Takes a commit's OK even when it came after the commit time limit."""
+    return await _turn(prompt, provider, executor, limit, "late-ok")

@@ -294,7 +294,10 @@ class Run {
       await this.settle();
     } else if (verb === "release_late") {
       await this.wait(index, `a call blocked on gate ${body}`, () => this.entered.has(body));
-      const limit = Number(this.given.record_time_limit ?? 0);
+      // The limit of whatever blocks on the gate: a commit's, else a record's.
+      const commits = [this.given.recorder?.commit ?? []].flat();
+      const key = commits.some((b) => b.gate === body) ? "commit_time_limit" : "record_time_limit";
+      const limit = Number(this.given[key] ?? 0);
       // Not a sleep for ordering: the gate must open only once the limit has passed.
       await sleep(Math.max(0, this.entered.get(body) / 1000 + limit - Date.now() / 1000) + 0.02);
       this.emit("gate_released", { gate: body, after_limit: limit });

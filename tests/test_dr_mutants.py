@@ -10,8 +10,9 @@ oracle is what judges generated scenarios and other people's traces), on asyncio
 trio. ``error`` never counts: a mutant caught only by crashing or hanging says nothing
 about the rule's scenarios.
 
-The control (the reference) must pass every DR scenario under the strict profile, so that
-a mutant is never "caught" for a reason that has nothing to do with its bug.
+The controls must pass every DR scenario under the strict profile, so that a mutant is
+never "caught" for a reason that has nothing to do with its bug: the reference, and each
+outsider batch's own base implementation, which its variants differ from in one place.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ import pytest
 
 from seamspec.conformance import Runner, ScenarioResult, catalogue, load_adapter, load_scenarios
 from seamspec.conformance._contracts.dispatch_recorder.mutants import MUTANTS, mutant_adapter
+from seamspec.conformance._contracts.dispatch_recorder.outsiders import base as outsider_base
+from seamspec.conformance._contracts.dispatch_recorder.outsiders import batch1
 from seamspec.conformance._core.runner import Finding
 from seamspec.conformance._implementations import reference_adapter
 from seamspec.conformance._quality.mutants import all_mutants
@@ -41,7 +44,10 @@ def _all_results(backend: str) -> dict[str, list[ScenarioResult]]:
     under and :func:`_kills` can ask for the least one.
     """
     scenarios = [s for s in load_scenarios() if s.contract == CONTRACT]
-    runners = {"reference": Runner(reference_adapter(backend), timeout=30.0, profile="strict")}
+    runners = {
+        "reference": Runner(reference_adapter(backend), timeout=30.0, profile="strict"),
+        "outsider-base-1": Runner(outsider_base.build(backend), timeout=30.0, profile="strict"),
+    }
     runners.update(
         {
             name: Runner(mutant_adapter(name, backend), timeout=30.0, profile="strict")
@@ -69,11 +75,12 @@ def _kills(name: str, backend: str) -> list[ScenarioResult]:
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_reference_passes_every_dr_scenario(backend: str) -> None:
-    results = _all_results(backend)["reference"]
+@pytest.mark.parametrize("control", ["reference", "outsider-base-1"])
+def test_controls_pass_every_dr_scenario(control: str, backend: str) -> None:
+    results = _all_results(backend)[control]
     assert len(results) >= 30, "the DR suite must have at least 30 scenarios"
     bad = [r for r in results if r.status != "pass"]
-    assert not bad, "the reference must pass the whole DR suite:\n" + "\n".join(map(describe, bad))
+    assert not bad, f"{control} must pass the whole DR suite:\n" + "\n".join(map(describe, bad))
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -106,3 +113,17 @@ def test_dr_mutants_are_registered_and_load_as_adapters() -> None:
     info = adapter.info()
     assert info.details["breaks"] == "DR-RECORD-FIRST"
     assert CONTRACT in info.contracts
+
+
+def test_outsider_batch_is_registered_whole() -> None:
+    """Every variant of the batch but the pending ones is a mutant, with its rule and words."""
+    assert set(batch1.MUTANTS) == set(batch1.VARIANTS) - set(batch1.PENDING)
+    for name, variant in batch1.MUTANTS.items():
+        mutant = MUTANTS[f"out-dr-{name.replace('_', '-')}"]
+        assert (mutant.rule, mutant.statement) == (variant.rule, variant.statement)
+        assert mutant.origin == "outsider batch 1"
+    assert len(batch1.VARIANTS) == 17
+    assert set(batch1.RELABELLED) <= set(batch1.MUTANTS)
+    assert load_adapter("mutant:out-dr-no-cancel-check").info().details["origin"] == (
+        "outsider batch 1"
+    )

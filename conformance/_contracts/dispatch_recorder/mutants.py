@@ -10,6 +10,7 @@ from a scenario citing its rule. Mutants are ordinary adapters too::
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from collections.abc import Awaitable, Callable, Sequence
@@ -23,7 +24,11 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from seamspec import __version__
 from seamspec.conformance._contracts.dispatch_recorder import mutant_executors as more
-from seamspec.conformance._contracts.dispatch_recorder.driver import DispatchRecorderDriver
+from seamspec.conformance._contracts.dispatch_recorder.driver import (
+    DispatchRecorderDriver,
+    DispatchRecorderImplementation,
+)
+from seamspec.conformance._contracts.dispatch_recorder.outsiders import batch1
 from seamspec.conformance._contracts.dispatch_recorder.reference_adapter import ReferenceDispatch
 from seamspec.conformance._core.python_adapter import PythonAdapter
 from seamspec.reference import (
@@ -321,8 +326,14 @@ class DrMutant:
     journal: type[JournalRecorder] = JournalRecorder
     lax_verify: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
+    #: Who wrote it: ``kit`` (against the reference) or ``outsider batch N`` (from the docs).
+    origin: str = "kit"
+    #: An outsider mutant is their own implementation with the bug, not the reference's.
+    outsider: Callable[[], DispatchRecorderImplementation] | None = None
 
-    def implementation(self) -> ReferenceDispatch:
+    def implementation(self) -> DispatchRecorderImplementation:
+        if self.outsider is not None:
+            return self.outsider()
         mutant = self
 
         class Implementation(ReferenceDispatch):
@@ -486,8 +497,19 @@ _ALL = (
              lax_verify=True),
 )  # fmt: skip
 
-#: Every DR mutant by name, in catalogue order of the rule it breaks.
-MUTANTS: dict[str, DrMutant] = {mutant.name: mutant for mutant in _ALL}
+_OUTSIDERS = tuple(
+    DrMutant(
+        f"out-dr-{name.replace('_', '-')}",
+        variant.rule,
+        variant.statement,
+        origin="outsider batch 1",
+        outsider=functools.partial(batch1.implementation, name),
+    )
+    for name, variant in batch1.MUTANTS.items()
+)
+
+#: Every DR mutant by name: the kit's own, then each outsider batch.
+MUTANTS: dict[str, DrMutant] = {mutant.name: mutant for mutant in (*_ALL, *_OUTSIDERS)}
 
 
 def mutant_adapter(name: str, backend: str = "asyncio") -> PythonAdapter:
@@ -498,5 +520,5 @@ def mutant_adapter(name: str, backend: str = "asyncio") -> PythonAdapter:
         version=__version__,
         drivers=[DispatchRecorderDriver(mutant.implementation())],
         backend=backend,
-        details={"mutant": name, "breaks": mutant.rule},
+        details={"mutant": name, "breaks": mutant.rule, "origin": mutant.origin},
     )

@@ -2,8 +2,8 @@
 
 Every finding the oracle can emit should be triggered by some scenario against some
 implementation: a check that nothing ever trips is either dead code or a rule no scenario
-exercises. This runs every DR scenario (strict profile) against the reference and every
-DR mutant, on asyncio, with coverage.py measuring branch coverage of the oracle's
+exercises. This runs every DR scenario (strict profile) against the reference, the outsider
+base and every DR mutant, on asyncio, with coverage.py measuring branch coverage of the oracle's
 dispatch part, and prints the lines and branches never taken. The contract page lists
 what is left uncovered on purpose ("Oracle coverage"); ``tests/test_dr_oracle.py`` holds
 the hand-written traces for findings only another language's adapter can cause.
@@ -57,13 +57,16 @@ def main(argv: list[str] | None = None) -> int:
 def _run_everything(jobs: int, only: list[str]) -> list[tuple[str, str]]:
     from seamspec.conformance import Adapter, Runner, load_scenarios
     from seamspec.conformance._contracts.dispatch_recorder.mutants import MUTANTS, mutant_adapter
+    from seamspec.conformance._contracts.dispatch_recorder.outsiders import base
     from seamspec.conformance._implementations import reference_adapter
 
     scenarios = [s for s in load_scenarios() if s.contract == "dispatch-recorder"]
-    names = only or ["reference", *MUTANTS]
+    names = only or ["reference", "outsider-base-1", *MUTANTS]
 
     def adapter(name: str) -> Adapter:
-        return reference_adapter() if name == "reference" else mutant_adapter(name)
+        if name == "reference":
+            return reference_adapter()
+        return base.build() if name == "outsider-base-1" else mutant_adapter(name)
 
     def one(name: str) -> tuple[str, str] | None:
         try:

@@ -6,7 +6,9 @@ Two kinds of fenced blocks hold commands in ``README.md`` and ``docs/**/*.md``:
   after it, up to the next ``$``, are what it must print (stdout and stderr together, as a
   terminal shows them). ``...`` stands for any text, within a line or across lines, and
   durations (``12 ms``, ``13.4 s``) are compared as placeholders, so a slower machine does
-  not fail the docs. A command shown without output must exit 0. ``$ cd DIR`` changes the
+  not fail the docs. Every command must exit 0, pipelines included (they run with
+  ``pipefail``), so an error cannot hide behind ``...``: a page shows a non-zero exit
+  as ``cmd || echo "exit $?"`` followed by the line it prints. ``$ cd DIR`` changes the
   folder for the commands after it. All blocks of one page share one scratch folder in
   which the repository's ``docs``, ``examples``, ``scenarios`` and ``benchmarks`` folders
   appear as links, so a page can use files an earlier block wrote.
@@ -115,11 +117,12 @@ def run_console(example: Example) -> None:
         words = shlex.split(command.text, comments=True)
         if words[:1] == ["cd"]:
             target = (cwd / words[1]).resolve() if len(words) > 1 else namespace["scratch"]
-            assert isinstance(target, Path) and target.is_dir(), f"{where}: no folder {target}"
+            assert isinstance(target, Path)
+            assert target.is_dir(), f"{where}: no folder {target}"
             namespace["cwd"] = target
             continue
         done = subprocess.run(
-            ["bash", "-c", command.text],
+            ["bash", "-o", "pipefail", "-c", command.text],
             cwd=cwd,
             env=_environment(),
             stdin=subprocess.DEVNULL,
@@ -129,16 +132,18 @@ def run_console(example: Example) -> None:
             timeout=COMMAND_TIME_LIMIT,
             check=False,
         )
-        if not command.expected:
-            assert done.returncode == 0, (
-                f"{where}: `{command.text}` exited {done.returncode} and the docs show no "
-                f"output for it (a command shown bare must succeed); it printed:\n{done.stdout}"
+        if done.returncode != 0:
+            raise AssertionError(
+                f"{where}: `{command.text}` exited {done.returncode}. Every command on a page "
+                "must exit 0 (pipelines included: they run with pipefail), so that an "
+                'error cannot hide behind "..."; to show a non-zero exit, append '
+                f'`|| echo "exit $?"` and show that line. It printed:\n{done.stdout}'
             )
-        elif not output_matches(command.expected, done.stdout):
+        if command.expected and not output_matches(command.expected, done.stdout):
             shown = "\n".join(command.expected)
             raise AssertionError(
                 f"{where}: `{command.text}` printed something other than the docs show.\n"
-                f"--- the docs show:\n{shown}\n--- it printed (exit {done.returncode}):\n"
+                f"--- the docs show:\n{shown}\n--- it printed:\n"
                 f"{done.stdout}\nUpdate the block with the real output ('...' stands "
                 "for any text) or fix the command."
             )

@@ -56,7 +56,9 @@ def test_a_session_is_cut_at_each_command() -> None:
 
 def test_output_comparison_has_placeholders_and_nothing_more() -> None:
     assert output_matches(["verdict: X CONFORMS (13.4 s)"], "verdict: X CONFORMS (0.9 s)\n")
-    assert output_matches(["[1/9] PASS  a  12 ms", "...", "9 passed"], "[1/9] PASS  a  3 ms\nb\nc\n9 passed")
+    assert output_matches(
+        ["[1/9] PASS  a  12 ms", "...", "9 passed"], "[1/9] PASS  a  3 ms\nb\nc\n9 passed"
+    )
     assert output_matches(["seamspec ...: 9 scenarios"], "seamspec 0.1.0: 9 scenarios")
     assert not output_matches(["9 passed"], "8 passed")
     assert not output_matches(["a", "b"], "a\nb\nc")

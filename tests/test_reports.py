@@ -71,6 +71,30 @@ def test_manifest_turns_known_failures_into_xfail(
     assert out.strip().splitlines()[-1].endswith(f" 0 failed, {len(failed)} xfailed")
 
 
+def test_written_manifest_leaves_out_recommendations(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A run with strict-profile recommendations writes a manifest it then passes with --strict.
+
+    woc-join-newline breaks upstream's WOC-JOIN (failures) and seamspec's WOC-JOIN-EXACT
+    (recommendations under the default profile); only the failures belong in the file.
+    """
+    manifest, report = tmp_path / "gaps.yaml", tmp_path / "r.json"
+    args = ["--impl", "mutant:woc-join-newline", "-k", "join"]
+    code, _, _ = _run(
+        capsys, *args, "--write-manifest", str(manifest), "--report-json", str(report)
+    )
+    assert code == 1
+    results = _load(report)["results"]
+    recommended = {r["scenario"] for r in results if r["counts_as"] == "recommendation"}
+    failed = {r["scenario"] for r in results if r["counts_as"] == "failure"}
+    assert recommended
+    assert failed
+    assert set(yaml.safe_load(manifest.read_text())["expected_failures"]) == failed
+    code, out, _ = _run(capsys, *args, "--expect", str(manifest), "--strict")
+    assert code == 0, out
+
+
 def test_unexpected_pass_fails_only_with_strict(
     reports: dict[str, Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -193,3 +217,21 @@ def test_explain_rule_and_scenario(capsys: pytest.CaptureFixture[str]) -> None:
     assert "** cancel c1 **" in out
     assert "<- blocker.after_write  [c1] cancelled" in out
     assert main(["explain", "nothing-like-this"]) == 2
+
+
+def _result(scenario: str, status: str, counts_as: str, level: str = "MUST") -> dict[str, Any]:
+    return {"scenario": scenario, "status": status, "counts_as": counts_as, "level": level}
+
+
+def test_diff_and_badge_judge_by_what_a_result_counts_as() -> None:
+    """A recommendation is no failure under the profile: not newly failing, passed in the badge."""
+    from seamspec.conformance._reports.summaries import badge_json, compare_reports
+
+    old = {"results": [_result("a", "pass", "pass"), _result("b", "pass", "pass")]}
+    new = {"results": [_result("a", "fail", "recommendation"), _result("b", "fail", "failure")]}
+    changes = compare_reports(old, new)
+    assert changes["newly failing"] == ["b: pass -> failure"]
+    assert changes["other status changes"] == ["a: pass -> recommendation"]
+    assert compare_reports(new, old)["newly passing"] == ["b: failure -> pass"]
+    report = {**new, "summary": {"failed": 1, "errors": 0}, "verdict": "does not conform"}
+    assert badge_json(report)["message"] == "1/2 MUST"

@@ -14,8 +14,14 @@ __all__ = ["badge_json", "compare_reports", "markdown_summary"]
 
 
 def _must_counts(report: dict[str, Any]) -> tuple[int, int]:
+    """MUST scenarios whose behaviour passed under the report's profile, of those judged.
+
+    A recommendation passed: it missed only a seamspec decision that the profile does not
+    count, so the verdict does not count it either.
+    """
     must = [r for r in report["results"] if r["level"] == "MUST" and r["status"] != "skip"]
-    return sum(1 for r in must if r["status"] in ("pass", "xpass")), len(must)
+    passed = ("pass", "xpass", "recommendation")
+    return sum(1 for r in must if r.get("counts_as", r["status"]) in passed), len(must)
 
 
 def badge_json(report: dict[str, Any]) -> dict[str, Any]:
@@ -60,8 +66,13 @@ def markdown_summary(reports: list[dict[str, Any]]) -> str:
 
 
 def compare_reports(old: dict[str, Any], new: dict[str, Any]) -> dict[str, list[str]]:
-    """Scenario by scenario: what got worse, what got better, what appeared or went away."""
-    good = {"pass", "xfail", "skip"}
+    """Scenario by scenario: what got worse, what got better, what appeared or went away.
+
+    Worse and better are judged by what each result counts as under its report's
+    profile: a pass that became a recommendation (a seamspec decision the profile does
+    not count) is a change, not a new failure, just as the verdict does not count it.
+    """
+    bad = {"failure", "error", "xpass"}
     before = {r["scenario"]: r for r in old["results"]}
     after = {r["scenario"]: r for r in new["results"]}
     changes: dict[str, list[str]] = {
@@ -80,9 +91,9 @@ def compare_reports(old: dict[str, Any], new: dict[str, Any]) -> dict[str, list[
         if was == now:
             continue
         line = f"{sid}: {was} -> {now}"
-        if before[sid]["status"] in good and after[sid]["status"] not in good:
+        if was not in bad and now in bad:
             changes["newly failing"].append(line)
-        elif before[sid]["status"] not in good and after[sid]["status"] in good:
+        elif was in bad and now not in bad:
             changes["newly passing"].append(line)
         else:
             changes["other status changes"].append(line)

@@ -148,12 +148,17 @@ def _lint(given: dict[str, Any], when: list[dict[str, Any]], then: dict[str, Any
 
 
 def test_the_linter_refuses_gates_that_race_a_short_limit() -> None:
-    given = {
+    given: dict[str, Any] = {
         "provider": [{"calls": [{"id": "c1", "tool": "t", "args": "{}"}]}],
         "recorder": {"record": {"gate": "g"}},
         "record_time_limit": 0.2,
     }
-    when = [{"start_turn": "t1"}, {"wait_record": {}}, {"release": "g"}, {"join": "t1"}]
+    when: list[dict[str, Any]] = [
+        {"start_turn": "t1"},
+        {"wait_record": {}},
+        {"release": "g"},
+        {"join": "t1"},
+    ]
     assert any("races the 0.2 s record_time_limit" in m for m in _lint(given, when, {}))
     late = copy.deepcopy(given)
     late["recorder"]["record"]["late"] = True  # deaf to the limit: a release could race it
@@ -167,13 +172,21 @@ def test_the_linter_refuses_gates_that_race_a_short_limit() -> None:
 
 
 def test_the_linter_checks_names_in_order_and_commits() -> None:
-    given = {
+    given: dict[str, Any] = {
         "provider": [{"calls": [{"id": "c1", "tool": "t", "args": "{}"}]}],
         "recorder": {},
         "tools": {"t": {"gate": "slow"}},
     }
-    when = [{"start_turn": "t1"}, {"wait_tool": {}}, {"release_late": "slow"}, {"join": "t1"}]
-    then = {"order": [["tool:c9", "release:nope"]], "commits": [[{"role": "tool", "call": "c7"}]]}
+    when: list[dict[str, Any]] = [
+        {"start_turn": "t1"},
+        {"wait_tool": {}},
+        {"release_late": "slow"},
+        {"join": "t1"},
+    ]
+    then: dict[str, Any] = {
+        "order": [["tool:c9", "release:nope"]],
+        "commits": [[{"role": "tool", "call": "c7"}]],
+    }
     found = _lint(given, when, then)
     assert "'c9' is not a proposed call id" in found
     assert "'nope' is not a gate" in found

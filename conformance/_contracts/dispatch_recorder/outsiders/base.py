@@ -274,7 +274,7 @@ def raw_public_key(public_key: Any) -> bytes:
 
     if isinstance(public_key, (bytes, bytearray)):
         return bytes(public_key)
-    return public_key.public_bytes(Encoding.Raw, PublicFormat.Raw)
+    return bytes(public_key.public_bytes(Encoding.Raw, PublicFormat.Raw))
 
 
 def genesis(public_key: Any) -> str:

@@ -23,18 +23,10 @@ import anyio
 
 from seamspec.conformance._contracts.dispatch_recorder.outsiders.base import (
     WITHHELD,
-    ContextInjection,
-    DispatchMutation,
     Executor,
     Harness,
-    InputRewrite,
     Journal,
-    Message,
     Outcome,
-    RecordError,
-    ResultRedaction,
-    RewriteArgs,
-    ToolCall,
     TurnCommitFailed,
     TurnLoop,
     Verifier,
@@ -44,7 +36,17 @@ from seamspec.conformance._contracts.dispatch_recorder.outsiders.base import (
     raw_public_key,
 )
 from seamspec.conformance._core.python_adapter import PythonAdapter
-from seamspec.reference import RecorderBase
+from seamspec.reference import (
+    ContextInjection,
+    DispatchMutation,
+    InputRewrite,
+    Message,
+    RecorderBase,
+    RecordError,
+    ResultRedaction,
+    RewriteArgs,
+    ToolCall,
+)
 
 
 @dataclass(frozen=True)
@@ -81,7 +83,8 @@ PENDING = {
 
 
 def harness(**classes: Any) -> Harness:
-    return type("VariantHarness", (Harness,), classes)()
+    built: Harness = type("VariantHarness", (Harness,), classes)()
+    return built
 
 
 # ---------------------------------------------------------------------------------------
@@ -238,7 +241,7 @@ class RedactFailReleasesRedactedExecutor(Executor):
             return result
         await self.record(DispatchMutation(call.id, call.name, ResultRedaction(result, redacted)))
         # BUG: "the redacted text is safe anyway": released whether or not it was recorded.
-        return redacted
+        return str(redacted)
 
 
 redact_fail_releases_redacted = variant(
@@ -261,7 +264,7 @@ class AbsentRedactsExecutor(Executor):
         if redacted is None:
             return result
         if self.recorder is None:
-            return redacted  # BUG: "redacting is always the safe side"
+            return str(redacted)  # BUG: "redacting is always the safe side"
         outcome = await self.record(
             DispatchMutation(call.id, call.name, ResultRedaction(result, redacted))
         )

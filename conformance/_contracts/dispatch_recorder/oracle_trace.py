@@ -87,8 +87,12 @@ class Evidence:
                 return "cancelled"
             gate = behaviour.get("gate")
             released = self.first("gate_released", gate=gate) if gate is not None else None
-            if gate is not None and (released is None or released > record["exit_i"]):
-                return "hang"  # blocked on a gate still shut when the limit came
+            late = released is not None and "after_limit" in self.events[released]
+            if gate is not None and (released is None or late or released > record["exit_i"]):
+                # Blocked on a gate still shut when the limit came: one never released,
+                # released after the cut-off, or one `release_late` opened only past the
+                # limit (on a loaded machine the cut-off may be traced after that release).
+                return "hang"
             return "hang" if self.journal else "cut off"
         if outcome != "ok":
             return str(outcome)

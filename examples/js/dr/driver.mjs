@@ -133,13 +133,18 @@ class Run {
 
   // -- the scripted recorder -------------------------------------------------------
   async perform(behaviour, signal) {
-    await turn();
-    if (signal.aborted) throw signal.reason;
-    if ("gate" in behaviour) {
+    if (behaviour.late) {
+      // Deaf to the time limit and to cancellation until released, from the very start:
+      // no limit or cancellation can reach it before it waits, however loaded the machine.
       this.entered.set(behaviour.gate, Date.now());
-      const opened = this.gate(behaviour.gate).opened;
-      // `late`: deaf to the executor's time limit until released.
-      await (behaviour.late ? opened : Promise.race([opened, aborted(signal)]));
+      await this.gate(behaviour.gate).opened;
+    } else {
+      await turn();
+      if (signal.aborted) throw signal.reason;
+    }
+    if ("gate" in behaviour && !behaviour.late) {
+      this.entered.set(behaviour.gate, Date.now());
+      await Promise.race([this.gate(behaviour.gate).opened, aborted(signal)]);
     }
     if (behaviour.hang) await aborted(signal);
     if ("raise" in behaviour) throw new ScriptedFailure(behaviour.raise);

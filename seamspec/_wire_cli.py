@@ -88,6 +88,14 @@ def add_commands(sub: Any) -> None:
         default="asyncio",
         help="the event loop the reference runs on",
     )
+    serve.add_argument(
+        "--protocol",
+        type=int,
+        choices=(1, 2),
+        default=None,
+        help="speak only this protocol version (default: every version the kit speaks); "
+        "1 shows how the kit treats an implementation that speaks only version 1",
+    )
     serve.set_defaults(func=cmd_serve_reference)
     smoke = sub.add_parser(
         "smoke",
@@ -167,12 +175,14 @@ def runner_timeout(args: argparse.Namespace) -> float:
 def cmd_serve_reference(args: argparse.Namespace, _console: Console) -> int:
     """Serve the in-process reference (every contract it declares) on stdin/stdout."""
     from seamspec.conformance._implementations import reference_adapter, trio_adapter
+    from seamspec.conformance._wire.messages import PROTOCOL_VERSIONS
     from seamspec.conformance._wire.server import protect_stdout, serve
 
     out = protect_stdout()
     adapter = trio_adapter() if args.backend == "trio" else reference_adapter(args.backend)
     try:
-        return serve(adapter, sys.stdin.buffer, out)
+        protocols = (args.protocol,) if args.protocol else PROTOCOL_VERSIONS
+        return serve(adapter, sys.stdin.buffer, out, protocols=protocols)
     except KeyboardInterrupt:
         return 130
     finally:

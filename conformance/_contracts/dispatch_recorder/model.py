@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from seamspec.conformance._contracts.dispatch_recorder.journal_lint import journal_problems
+
 __all__ = [
     "PRE_KINDS",
     "RACE_LIMIT",
@@ -199,6 +201,8 @@ def lint(data: dict[str, Any]) -> list[tuple[tuple[str | int, ...], str]]:
             problems.append(
                 (at, f"{verb} needs the journal recorder (`recorder: {{journal: true}}`)")
             )
+    if journal:
+        problems.extend(journal_problems(data))
     verbs = [step_verb(s) for s in when]
     for key in ("record", "commit"):
         late = any(b.get("late") for b in _behaviours(recorder, key))

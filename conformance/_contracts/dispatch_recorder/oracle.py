@@ -18,6 +18,9 @@ from seamspec.conformance._contracts.dispatch_recorder.model import (
     policy_for,
     pre_kind,
 )
+from seamspec.conformance._contracts.dispatch_recorder.oracle_journal import (
+    caveats as journal_caveats,
+)
 from seamspec.conformance._contracts.dispatch_recorder.oracle_journal import check_journal
 from seamspec.conformance._contracts.dispatch_recorder.oracle_trace import (
     FAIL_RULES,
@@ -27,7 +30,7 @@ from seamspec.conformance._contracts.dispatch_recorder.oracle_trace import (
 from seamspec.conformance._contracts.dispatch_recorder.oracle_turn import check_turn
 from seamspec.reference import WITHHELD_NOTICE, denial_text
 
-__all__ = ["check"]
+__all__ = ["caveats", "check"]
 
 #: What every denial starts with (DR-OUTCOME-TEXT).
 DENIED = denial_text("")
@@ -331,6 +334,14 @@ def check(
         _Call(ev, call).run()
     check_turn(ev)
     if ev.journal:
-        for item in check_journal(ev.records, ev.when, ev.events):
+        for item in check_journal(ev.records, ev.events):
             ev.flag(*item)
     return ev.out
+
+
+def caveats(
+    request: dict[str, Any], _then: dict[str, Any], trace: list[dict[str, Any]]
+) -> list[Violation]:
+    """Rules judged on the implementation's word alone: (rule ID, why), shown with a pass."""
+    recorder = request["given"].get("recorder")
+    return journal_caveats(trace) if recorder and recorder.get("journal") else []

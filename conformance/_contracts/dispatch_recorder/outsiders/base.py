@@ -10,7 +10,9 @@ for imports, formatting, typing, the loader at the end, and one bug the scenario
 for this batch's survivors found in it: ``record`` and ``commit`` returned "timed out"
 before looking for a cancellation, so a turn cancelled while a deaf recorder or commit ran
 past its limit carried on (the original order is the mutant
-``out-dr-timeout-hides-cancel``).
+``out-dr-timeout-hides-cancel``); and, when DR-JOURNAL-VERIFY was sharpened after the batch
+was written (a final segment that may be a complete entry, its newline replaced or lost,
+is damage rather than a torn tail), ``Verifier.scan`` was taught that (``_may_be_entry``).
 """
 
 from __future__ import annotations
@@ -328,6 +330,17 @@ class JournalError(Exception):
     pass
 
 
+def _may_be_entry(tail: bytes) -> bool:
+    """A final segment that is (or, less its last byte, is) a JSON object: damage."""
+    for candidate in (tail, tail[:-1]):
+        try:
+            if isinstance(json.loads(candidate), dict):
+                return True
+        except ValueError:
+            continue
+    return False
+
+
 class Verifier:
     """Reads a journal back: framing, canonical form, seq, chain and signatures."""
 
@@ -345,8 +358,11 @@ class Verifier:
         while offset < len(data):
             end = data.find(b"\n", offset)
             if end < 0:
-                found.torn_tail = True
                 found.bad_index = index
+                if _may_be_entry(data[offset:]):  # added when the rule changed: see the docstring
+                    found.reason = f"entry {index} may be complete but lost its line end"
+                    return found
+                found.torn_tail = True
                 found.reason = f"torn tail: entry {index} has no line end"
                 return found
             line = data[offset:end]

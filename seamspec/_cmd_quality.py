@@ -10,7 +10,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from seamspec._output import error
+from seamspec._output import MAX_JOBS, count, error, output_problems
 from seamspec._progress import Counter
 from seamspec.conformance import catalogue, load_scenarios, rule_coverage
 from seamspec.conformance._core.catalogue import CONTRACTS
@@ -29,7 +29,12 @@ def add_quality_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]
         "--report-json", type=Path, metavar="PATH", help="write the kill matrix as JSON"
     )
     mutants.add_argument(
-        "-j", "--jobs", type=int, default=1, metavar="N", help="mutants in N processes (0: per CPU)"
+        "-j",
+        "--jobs",
+        type=count(0, MAX_JOBS, zero="one per CPU"),
+        default=1,
+        metavar="N",
+        help="mutants in N processes (0: per CPU)",
     )
     mutants.set_defaults(func=cmd_mutants)
 
@@ -41,7 +46,11 @@ def add_quality_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]
     )
     fuzz.add_argument("--contract", action="append", choices=CONTRACTS, help="only this contract")
     fuzz.add_argument(
-        "--examples", type=int, default=200, metavar="N", help="examples per contract (200)"
+        "--examples",
+        type=count(1, 1_000_000),
+        default=200,
+        metavar="N",
+        help="examples per contract (200)",
     )
     fuzz.add_argument("--seed", type=int, metavar="S", help="fix hypothesis's seed to repeat a run")
     fuzz.add_argument(
@@ -72,6 +81,9 @@ def coverage_problems(contract: str | None = None) -> list[str]:
 
 def cmd_mutants(args: argparse.Namespace, console: Console) -> int:
     """Exit 1 if any mutant survives or is caught only by scenarios not citing its rule."""
+    for problem in output_problems([("--report-json", args.report_json)]):
+        error(problem)
+        return 2
     scenarios = load_scenarios()
     jobs = args.jobs or os.cpu_count() or 1
     counter = Counter(len(mutant_names(args.contract)))
@@ -120,8 +132,12 @@ def cmd_mutants(args: argparse.Namespace, console: Console) -> int:
 def cmd_fuzz(args: argparse.Namespace, console: Console) -> int:
     """Exit 1 when a generated scenario fails (after shrinking), 0 when all pass."""
     from seamspec.conformance import load_adapter
+    from seamspec.conformance._implementations import implementation_info
     from seamspec.conformance._quality.fuzz import FuzzUnavailable, fuzz, save_failure, strategies
 
+    for problem in output_problems([("--save-failures", args.save_failures)], folders=True):
+        error(problem)
+        return 2
     try:
         available = strategies()
     except FuzzUnavailable as problem:
@@ -134,7 +150,7 @@ def cmd_fuzz(args: argparse.Namespace, console: Console) -> int:
     failed = passed = 0
     skipped: list[str] = []
     try:
-        info = adapter.info()
+        info = implementation_info(adapter, f"--impl {args.impl}")
         for contract in contracts:
             if contract not in available:
                 skipped.append(contract)

@@ -14,7 +14,7 @@ from pathlib import Path
 from rich.console import Console
 
 from seamspec import __version__
-from seamspec._output import error
+from seamspec._output import MAX_JOBS, count, error, output_problems, seconds
 from seamspec._run_output import NORMAL, QUIET, VERBOSE, ResultPrinter, print_problems
 from seamspec._wire_cli import (
     AdapterSpec,
@@ -25,6 +25,8 @@ from seamspec._wire_cli import (
 )
 from seamspec._wire_cli import add_run_options as add_wire_run_options
 from seamspec.conformance import (
+    Adapter,
+    ImplementationInfo,
     Runner,
     RunResult,
     Scenario,
@@ -38,6 +40,7 @@ from seamspec.conformance import (
 )
 from seamspec.conformance._core.catalogue import CONTRACTS, PROFILES, Profile
 from seamspec.conformance._core.manifest import ExpectedFailure, load_manifest, manifest_text
+from seamspec.conformance._implementations import implementation_info
 
 __all__ = ["add_run_parser", "cmd_run"]
 
@@ -89,7 +92,7 @@ def add_run_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
     )
     run.add_argument(
         "--timeout",
-        type=float,
+        type=seconds,
         default=60.0,
         metavar="SECONDS",
         help="time limit for one scenario (default 60)",
@@ -97,11 +100,13 @@ def add_run_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
     run.add_argument(
         "-x", "--fail-fast", action="store_true", help="stop at the first failure or error"
     )
-    run.add_argument("--max-fail", type=int, metavar="N", help="stop after N failures or errors")
+    run.add_argument(
+        "--max-fail", type=count(1), metavar="N", help="stop after N failures or errors"
+    )
     run.add_argument(
         "-j",
         "--jobs",
-        type=int,
+        type=count(0, MAX_JOBS, zero="one per CPU"),
         default=1,
         metavar="N",
         help="run scenarios in N worker processes (0: one per CPU)",
@@ -221,6 +226,17 @@ def _run_parallel(
 
 
 def cmd_run(args: argparse.Namespace, console: Console) -> int:
+    unwritable = output_problems(
+        [
+            ("--report-json", args.report_json),
+            ("--junit-xml", args.junit_xml),
+            ("--write-manifest", args.write_manifest),
+        ]
+    )
+    for problem in unwritable:
+        error(problem)
+    if unwritable:
+        return EXIT_USAGE
     scenarios = load_scenarios(args.scenarios)
     chosen = select(scenarios, args.contract, args.pattern)
     if not chosen:
@@ -245,7 +261,7 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
     )
     reference = None if judging_reference else load_adapter("reference")
     try:
-        info = adapter.info()
+        info = implementation_info(adapter, args.impl_cmd or f"--impl {args.impl}")
         if verbosity != QUIET:
             console.print(
                 f"seamspec {__version__}: {len(chosen)} scenarios against {info.name} "
@@ -272,10 +288,38 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
             result = runner.run(chosen, stop=stop)
         printer.finish()
     finally:
-        adapter.close()
+        close_problem = _close(adapter)
         if reference is not None:
             reference.close()
     print_problems(console, result)
+    try:
+        _write_outputs(args, result, console, verbosity)
+    except OSError as problem:
+        error(f"cannot write {problem.filename}: {problem.strerror or problem}")
+        return EXIT_USAGE
+    _print_verdict(args, result, console, info, chosen)
+    if close_problem:
+        error(f"{close_problem}; the run fails (exit 1), its verdict on the scenarios stands")
+        return EXIT_FAILED
+    return EXIT_OK if result.ok else EXIT_FAILED
+
+
+def _close(adapter: Adapter) -> str | None:
+    """Close the implementation; a ``close()`` that raises is its error, never a traceback.
+
+    The run's results stand (they were judged before), but the run exits 1: an adapter
+    that cannot shut down cleanly is an implementation problem the CI must see.
+    """
+    try:
+        adapter.close()
+    except Exception as problem:
+        return f"the implementation's close() raised {type(problem).__name__}: {problem}"
+    return None
+
+
+def _write_outputs(
+    args: argparse.Namespace, result: RunResult, console: Console, verbosity: int
+) -> None:
     report = to_json_report(result)
     if args.report_json:
         write_json_report(result, args.report_json)
@@ -290,6 +334,15 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
         args.write_manifest.write_text(manifest_text(report), encoding="utf-8")
         if verbosity != QUIET:
             console.print(f"manifest of today's failures: {args.write_manifest}", highlight=False)
+
+
+def _print_verdict(
+    args: argparse.Namespace,
+    result: RunResult,
+    console: Console,
+    info: ImplementationInfo,
+    chosen: list[Scenario],
+) -> None:
     summary = result.summary()
     if summary["warnings"]:
         console.print(
@@ -334,4 +387,3 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
     # The closing line is plain text so that CI log readers can parse it.
     print(summary_line(summary), flush=True)
     sys.stdout.flush()
-    return EXIT_OK if result.ok else EXIT_FAILED

@@ -150,6 +150,7 @@ def _lint(given: dict[str, Any], when: list[dict[str, Any]], then: dict[str, Any
 def test_the_linter_refuses_gates_that_race_a_short_limit() -> None:
     given: dict[str, Any] = {
         "provider": [{"calls": [{"id": "c1", "tool": "t", "args": "{}"}]}],
+        "policy": {"c1": {"pre": {"rewrite": '{"x":1}'}}},  # one record to wait for
         "recorder": {"record": {"gate": "g"}},
         "record_time_limit": 0.2,
     }

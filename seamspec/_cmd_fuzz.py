@@ -9,7 +9,6 @@ that judges the saved file the same way (same implementation, same profile).
 from __future__ import annotations
 
 import argparse
-import shlex
 from pathlib import Path
 
 from rich.console import Console
@@ -179,19 +178,19 @@ def _fuzz_one(
         console.print(f"{contract}: fuzzing stopped early: {outcome.stopped}", style="red")
     prefix = catalogue().contracts[contract].scenario_prefix
     for finding in outcome.findings:
+        shrunk = "shrunk" if finding.shrunk else "(not fully shrunk)"
         if finding.counts:
             what = (
-                "FAILED on this shrunk scenario"
+                "FAILED"
                 if finding.kind == "failure"
-                else "ERROR (the implementation crashed, hung or broke the protocol) on this "
-                "shrunk scenario"
+                else "ERROR (the implementation crashed, hung or broke the protocol)"
             )
-            console.print(f"{contract}: {what}:", style="red", highlight=False)
+            console.print(f"{contract}: {what} on this {shrunk} scenario:", style="red")
         else:
             tally.reported[finding.kind] = tally.reported.get(finding.kind, 0) + 1
             console.print(
                 f"{contract}: no failure, but a {finding.kind} (reported, not counted, as run "
-                "does) on this shrunk scenario:",
+                f"does) on this {shrunk} scenario:",
                 style="yellow",
                 highlight=False,
             )
@@ -207,23 +206,16 @@ def _fuzz_one(
 
 
 def _reproduce(args: argparse.Namespace, path: Path, kind: str) -> str:
-    """The ``seamspec run`` command that judges ``path`` as fuzz judged it.
+    from seamspec.conformance._quality.fuzz import reproduce_command
 
-    For an error over the wire (a hang, maybe) it carries fuzz's time limit, so that the
-    reproduction does not wait for run's default minute.
-    """
-    words = ["seamspec", "run"]
-    if args.impl_cmd is not None:
-        words += ["--impl-cmd", args.impl_cmd]
-        limit = args.request_timeout or args.timeout
-        if kind == "error":
-            words += ["--request-timeout", f"{limit:g}"]
-    elif args.impl != "reference":
-        words += ["--impl", args.impl]
-    if args.profile != "upstream":
-        words += ["--profile", args.profile]
-    words += ["--scenarios", str(path)]
-    return shlex.join(words)
+    return reproduce_command(
+        path,
+        kind,
+        impl=args.impl,
+        impl_cmd=args.impl_cmd,
+        request_timeout=args.request_timeout or args.timeout,
+        profile=args.profile,
+    )
 
 
 class _ExampleCounter:

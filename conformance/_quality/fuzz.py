@@ -12,6 +12,7 @@ same profile.
 from __future__ import annotations
 
 import random
+import shlex
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +34,7 @@ __all__ = [
     "FuzzUnavailable",
     "fuzz",
     "fuzz_contract",
+    "reproduce_command",
     "save_failure",
     "scenario_from_document",
     "strategies",
@@ -243,3 +245,30 @@ def save_failure(
     command = reproduce(path) if reproduce else ""
     path.write_text(failure.yaml_text(scenario_id, command), encoding="utf-8")
     return path
+
+
+def reproduce_command(
+    path: Path,
+    kind: str,
+    *,
+    impl: str = "reference",
+    impl_cmd: str | None = None,
+    request_timeout: float = 60.0,
+    profile: Profile = "upstream",
+) -> str:
+    """The ``seamspec run`` command that judges the saved ``path`` as fuzz judged it.
+
+    The same implementation and profile; for an error over the wire (a hang, maybe) also
+    fuzz's time limit, so that reproducing it does not wait for run's default minute.
+    """
+    words = ["seamspec", "run"]
+    if impl_cmd is not None:
+        words += ["--impl-cmd", impl_cmd]
+        if kind == "error":
+            words += ["--request-timeout", f"{request_timeout:g}"]
+    elif impl != "reference":
+        words += ["--impl", impl]
+    if profile != "upstream":
+        words += ["--profile", profile]
+    words += ["--scenarios", str(path)]
+    return shlex.join(words)

@@ -147,9 +147,9 @@ def search(
         if kind == "error" and spent:
             assert isinstance(adapter, _Restarting)
             raise _Stopped(
-                f"the implementation was restarted {adapter.restarts} time(s) "
-                f"(--max-restarts {adapter.max_restarts}), so fuzzing stopped: every further "
-                "example would error without being run"
+                f"the implementation's restarts are used up ({adapter.restarts}, "
+                f"--max-restarts {adapter.max_restarts}): every further example would error "
+                "without being run"
             )
         if kind in hunted:
             found = _RAISED[kind](document, result)

@@ -1,6 +1,6 @@
 """A wire implementation of the write-observer chain that crashes or hangs on cue.
 
-Run as ``python fuzz_fake.py MODE PIDFILE`` with MODE ``crash`` or ``hang``. It performs
+Run as ``python fuzz_fake.py MODE FILE``. With MODE ``crash`` or ``hang``, it performs
 every scenario with the reference (loaded before the handshake, so that no healthy
 answer, even the first after a restart, comes near a short request limit), except a scenario whose chain has two or more top-level observers:
 then it first starts a grandchild (``sleep 600``, in its process group) and either exits
@@ -9,6 +9,10 @@ scenarios, so fuzzing finds it at once, and the least scenario that meets it is 
 known, so a test can tell that the saved reproducer was shrunk. Every pid it starts (its
 own and the grandchild's) is appended to PIDFILE, one per line, for a test to check that
 none outlives the run.
+
+Two more modes: ``record`` declares no optional feature, performs every scenario with
+the reference and appends each request it receives to FILE (one JSON line each), so a
+test can tell what the kit sent; ``skip`` answers ``skip`` to every scenario.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ INFO = {
     "language": "python",
     "version": "0",
     "contracts": ["write-observer-chain"],
-    "features": ["write-tools"],
+    "features": [] if MODE == "record" else ["write-tools"],
 }
 
 
@@ -53,7 +57,8 @@ def misbehave() -> None:
 
 
 def main() -> int:
-    record(os.getpid())
+    if MODE != "record":
+        record(os.getpid())
     from seamspec.conformance import load_adapter
 
     adapter = load_adapter("reference")
@@ -65,7 +70,13 @@ def main() -> int:
             return 0
         else:
             request = message["request"]
-            if len(request["given"].get("observers", [])) >= 2:
+            if MODE == "skip":
+                send({"type": "skip", "seq": message["seq"], "reason": "skips everything"})
+                continue
+            if MODE == "record":
+                with open(PIDFILE, "a") as handle:
+                    handle.write(json.dumps(request) + "\n")
+            elif len(request["given"].get("observers", [])) >= 2:
                 misbehave()
             trace = adapter.run(request)
             send({"type": "trace", "seq": message["seq"], "trace": trace})

@@ -85,13 +85,27 @@ def mutants(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def fuzz(session: nox.Session) -> None:
-    """Generated scenarios against the reference, bounded and seeded so CI is repeatable.
+    """Generated scenarios against the reference in process, then against the JavaScript
+    example over the wire protocol (as a harness author fuzzes theirs), bounded and
+    seeded so CI is repeatable and short.
 
     Pass ``-- --examples 10000`` (and no seed) for the long documented runs.
     """
     session.install(".[trio,fuzz]")
     args = session.posargs or ["--examples", "100", "--seed", "20261130"]
     session.run("seamspec", "fuzz", *args)
+    if shutil.which("node") is None:
+        session.warn("node is not installed: SKIPPED fuzzing the JavaScript example (examples/js)")
+        return
+    js = session.posargs or ["--examples", "50", "--seed", "20261130"]
+    session.run(
+        "seamspec",
+        "fuzz",
+        "--impl-cmd",
+        "node examples/js/seamspec-impl.mjs",
+        "--strict-protocol",
+        *js,
+    )
 
 
 @nox.session(python=PYTHON)

@@ -67,9 +67,12 @@ def expected_calls(given: dict[str, Any], when: list[dict[str, Any]]) -> list[st
 
 # Paths a seam scenario writes to, and what a conforming sandbox does with each.
 _ALLOWED = ("a.txt", "new.txt", "sub/b.txt")
-# "private" is a deny pattern naming a folder: it refuses every path under it.
+# "private" is a deny pattern naming a folder: it refuses every path under it; "hidden"
+# is a symbolic link to the denied folder "secret", refused like the folder.
 _DENY = ["secret/*", "private"]
-_REFUSED = ("secret/key.txt", "../escape.txt", "private/notes.txt")
+_FILES = {"a.txt": "old\n", "blocker": "x", "secret/key.txt": "k\n"}
+_SYMLINKS = {"hidden": {"to": "secret"}}
+_REFUSED = ("secret/key.txt", "../escape.txt", "private/notes.txt", "hidden/key.txt")
 _FAILING = "blocker/x.txt"  # "blocker" is a file, so this write fails after before_write
 _GHOST = "ghost.txt"  # never written: deleting it is a failed mutation
 _CONTENTS = st.sampled_from(["", "v2\n", "x = 1  \n", "old\nold\n"])
@@ -81,7 +84,7 @@ def _seam_steps(
 ) -> tuple[list[dict[str, Any]], list[str] | None, list[str]]:
     """Tool steps over a small sandbox, the hook calls a conforming seam makes (None when
     they are the implementation's choice), and the steps that must report a failure."""
-    files = {"a.txt": "old\n", "blocker": "x"}
+    files = dict(_FILES)
     steps: list[dict[str, Any]] = []
     calls: list[str] | None = []
     failing: list[str] = []
@@ -90,8 +93,10 @@ def _seam_steps(
         ident = f"t{index}"
         kind = draw(st.sampled_from(["write", "write", "edit", "delete"]))
         if kind == "edit" and files.get("a.txt", "").count("old") == 1:
-            steps.append({"edit": {"id": ident, "path": "a.txt", "old": "old", "new": "new"}})
-            files["a.txt"] = files["a.txt"].replace("old", "new", 1)
+            # The new text may contain the old one: the edit still took effect.
+            new = draw(st.sampled_from(["new", "old, kept"]))
+            steps.append({"edit": {"id": ident, "path": "a.txt", "old": "old", "new": new}})
+            files["a.txt"] = files["a.txt"].replace("old", new, 1)
             calls = None if calls is None else calls + both
         elif kind == "delete":
             path = draw(st.sampled_from([p for p in _ALLOWED if p in files] + [_GHOST]))
@@ -144,7 +149,8 @@ def woc_scenarios(draw: st.DrawFn) -> dict[str, Any]:
         return _document(
             {
                 "observers": observers,
-                "files": {"a.txt": "old\n", "blocker": "x"},
+                "files": dict(_FILES),
+                "symlinks": dict(_SYMLINKS),
                 "deny": list(_DENY),
             },
             steps,

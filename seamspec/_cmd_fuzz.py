@@ -9,6 +9,8 @@ that judges the saved file the same way (same implementation, same profile).
 from __future__ import annotations
 
 import argparse
+import signal
+import threading
 from pathlib import Path
 
 from rich.console import Console
@@ -75,6 +77,24 @@ def add_fuzz_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     fuzz.set_defaults(func=cmd_fuzz)
 
 
+class _Terminated(BaseException):
+    """SIGTERM while fuzzing.
+
+    Not the ``SystemExit`` that ``run`` raises for it: hypothesis takes a ``SystemExit``
+    for a failing example and goes on shrinking it, so the implementation would outlive a
+    CI job's cancel. A bare ``BaseException`` is what hypothesis lets through at once.
+    """
+
+
+def _stop_on_sigterm() -> None:
+    if threading.current_thread() is threading.main_thread():
+
+        def stop(signum: int, _frame: object) -> None:
+            raise _Terminated(128 + signum)
+
+        signal.signal(signal.SIGTERM, stop)
+
+
 def cmd_fuzz(args: argparse.Namespace, console: Console) -> int:
     """Exit 1 when a generated scenario fails or errors (after shrinking), or nothing was
     fuzzed; 0 when every fuzzed contract passed (warnings are reported, as run does)."""
@@ -90,6 +110,7 @@ def cmd_fuzz(args: argparse.Namespace, console: Console) -> int:
         return 2
     contracts = args.contract or list(available)
     adapter = make_adapter(args)
+    _stop_on_sigterm()
     tally = _Tally()
     try:
         info = adapter.info()
@@ -100,6 +121,10 @@ def cmd_fuzz(args: argparse.Namespace, console: Console) -> int:
                 tally.skip(console, contract, f"{info.name} does not declare it")
             else:
                 _fuzz_one(args, console, adapter, contract, tally)
+    except _Terminated as stop:
+        error("terminated (SIGTERM): fuzzing stopped, and so did the implementation")
+        code: int = stop.args[0]
+        return code
     finally:
         adapter.close()
     if not tally.passed and not tally.failed:

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import json
 import shutil
+import signal
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -200,3 +202,29 @@ def test_a_run_that_judged_nothing_says_so_and_fails(
         "0 contract(s) passed, 0 failed, 3 skipped "
         "(write-observer-chain, shell-output, dispatch-recorder)"
     )
+
+
+def test_sigterm_stops_fuzzing_at_once_and_leaves_no_process(tmp_path: Path) -> None:
+    """A CI job's cancel: hypothesis would take the SystemExit ``run`` raises on SIGTERM
+    for a failing example and go on shrinking, so fuzz must stop another way."""
+    pids = tmp_path / "pids"
+    command = [sys.executable, "-m", "seamspec", "fuzz", "--impl-cmd", fake("hang", pids)]
+    command += ["--contract", WOC, "--request-timeout", "30", "--examples", "30", "--seed", "1"]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        # The fake records its own pid, then its grandchild's once it hangs.
+        while time.monotonic() < deadline and (
+            not pids.exists() or len(pids.read_text().split()) < 2
+        ):
+            time.sleep(0.05)
+        assert len(pids.read_text().split()) >= 2, "the fake never hung"
+        process.send_signal(signal.SIGTERM)
+        _, err = process.communicate(timeout=15)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    assert process.returncode == 143, err
+    assert "terminated (SIGTERM)" in err
+    assert not left_behind(pids)

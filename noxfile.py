@@ -168,6 +168,19 @@ def typecheck(session: nox.Session) -> None:
 
 
 @nox.session(python=PYTHON)
+def power_loss(session: nox.Session) -> None:
+    """The journal's power-loss simulation, 10,000 trials (docs/reliability.md, "Journal").
+
+    Outside the default run: it takes a couple of minutes. Extra arguments go to the
+    simulation (``nox -s power_loss -- --trials 500 --seed 7``).
+    """
+    session.install(".")
+    session.run(
+        "python", "tests/journal_power_loss.py", *(session.posargs or ["--trials", "10000"])
+    )
+
+
+@nox.session(python=PYTHON)
 def bench(session: nox.Session) -> None:
     """Benchmarks (not part of the default sessions): every figure of docs/benchmarks.md.
 

@@ -29,12 +29,14 @@ from seamspec.reference._dispatch_recorder.journal import (
     JournalCorrupt,
     JournalLocked,
     JournalRecorder,
+    QuarantinedTailWarning,
     TornTailWarning,
 )
 from seamspec.reference._dispatch_recorder.journal_format import (
     DOMAIN,
     JournalEntry,
     Verification,
+    journal_fingerprint,
     scan_journal,
 )
 from seamspec.reference._dispatch_recorder.journal_keys import (
@@ -137,6 +139,7 @@ __all__ = [
     "ObserverFailureWarning",
     "Provider",
     "ProviderStep",
+    "QuarantinedTailWarning",
     "RecordError",
     "RecordOk",
     "RecordOutcome",
@@ -169,6 +172,7 @@ __all__ = [
     "commit_step",
     "denial_text",
     "generate_keypair",
+    "journal_fingerprint",
     "load_private_key",
     "load_public_key",
     "run_turn",

@@ -8,7 +8,9 @@ cannot be read (missing file, malformed key).
 from __future__ import annotations
 
 import argparse
+import glob
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -16,6 +18,7 @@ from typing import Any
 from seamspec.reference import (
     KeyFileError,
     generate_keypair,
+    journal_fingerprint,
     load_public_key,
     scan_journal,
 )
@@ -27,7 +30,7 @@ EXIT_OK, EXIT_INVALID, EXIT_USAGE = 0, 1, 2
 
 
 def add_journal_parser(subparsers: Any) -> None:
-    """Register ``journal keygen|verify|show`` on the main parser's subcommands."""
+    """Register ``journal keygen|verify|fingerprint|show`` on the main parser's subcommands."""
     journal = subparsers.add_parser(
         "journal", help="create keys for, verify or show a signed dispatch-recorder journal"
     )
@@ -67,7 +70,21 @@ def add_journal_parser(subparsers: Any) -> None:
     verify.add_argument(
         "--head", metavar="HASH", help="the last entry's hash, from an anchor kept elsewhere"
     )
+    verify.add_argument(
+        "--fingerprint",
+        metavar="FP",
+        help="the key's fingerprint, kept apart from the key file (`journal keygen` and "
+        "`journal fingerprint` print it): pins the key, so that a replaced key file and a "
+        "journal signed again with it are refused",
+    )
     verify.add_argument("--json", action="store_true", help="print the result as JSON")
+
+    fingerprint = actions.add_parser(
+        "fingerprint", help="print a public key's journal fingerprint (entry 0's prev)"
+    )
+    fingerprint.add_argument(
+        "--public-key", type=Path, required=True, metavar="KEY", help="the public key file"
+    )
 
     show = actions.add_parser("show", help="print the entries (does not verify them)")
     show.add_argument("journal", type=Path, metavar="JOURNAL", help="the journal file")
@@ -80,6 +97,9 @@ def cmd_journal(args: argparse.Namespace) -> int:
             return _keygen(args)
         if args.journal_command == "verify":
             return _verify(args)
+        if args.journal_command == "fingerprint":
+            print(journal_fingerprint(load_public_key(args.public_key)))
+            return EXIT_OK
         return _show(args)
     except KeyFileError as error:
         print(f"error: {error}", file=sys.stderr)
@@ -94,28 +114,58 @@ def _keygen(args: argparse.Namespace) -> int:
         if path.exists():
             print(f"error: {path} exists; refusing to overwrite a key", file=sys.stderr)
             return EXIT_USAGE
-    generate_keypair(args.private_key, args.public_key)
+    public = generate_keypair(args.private_key, args.public_key)
     print(f"private key: {args.private_key} (mode 600; keep it secret)")
     print(f"public key:  {args.public_key}")
+    print(f"fingerprint: {journal_fingerprint(public)} (keep it apart from the key files)")
     return EXIT_OK
 
 
 def _verify(args: argparse.Namespace) -> int:
     key = load_public_key(args.public_key)
+    pinned = str(args.fingerprint).strip().lower() if args.fingerprint else None
+    if pinned is not None and not re.fullmatch(r"[0-9a-f]{64}", pinned):
+        print(
+            "error: --fingerprint takes 64 hex digits (`journal fingerprint` prints one)",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
     data = args.journal.read_bytes()
     found = scan_journal(data, key, expected_entries=args.expect_entries, expected_head=args.head)
+    mismatch = None
+    if pinned is not None and journal_fingerprint(key) != pinned:
+        mismatch = (
+            f"the public key {args.public_key} has fingerprint {journal_fingerprint(key)[:16]}…, "
+            f"expected {pinned[:16]}… (--fingerprint): it is not the pinned key; a journal "
+            "signed with it proves nothing"
+        )
+    quarantined = sorted(args.journal.parent.glob(f"{glob.escape(args.journal.name)}.quarantine-*"))
+    ok = found.ok and mismatch is None and not quarantined
     if args.json:
         print(
             json.dumps(
                 {
-                    "ok": found.ok,
+                    "ok": ok,
                     "entries": len(found.entries),
                     "bad_index": found.bad_index,
-                    "reason": found.reason,
+                    "reason": mismatch or found.reason,
                     "torn_tail": found.torn_tail,
                     "head": found.head,
+                    "fingerprint": journal_fingerprint(key),
+                    "quarantined": [str(path) for path in quarantined],
                 }
             )
+        )
+    elif mismatch is not None:
+        print(f"{args.journal}: INVALID: {mismatch}", file=sys.stderr)
+    elif found.ok and quarantined:
+        names = ", ".join(path.name for path in quarantined)
+        print(
+            f"{args.journal}: INVALID: its {len(found.entries)} entries verify, but "
+            f"{len(quarantined)} quarantined tail(s) lie next to it ({names}): bytes that "
+            "may be a complete, acknowledged entry were set aside when it was reopened; "
+            "inspect them with `seamspec journal show`",
+            file=sys.stderr,
         )
     elif found.ok:
         head = found.head or "(empty journal)"
@@ -131,7 +181,7 @@ def _verify(args: argparse.Namespace) -> int:
             f"({len(found.entries)} valid entries before it)",
             file=sys.stderr,
         )
-    return EXIT_OK if found.ok else EXIT_INVALID
+    return EXIT_OK if ok else EXIT_INVALID
 
 
 def _describe(entry: JournalEntry) -> str:

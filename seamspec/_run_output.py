@@ -62,6 +62,8 @@ class ResultPrinter:
         self._next = 0
         self.done = 0
         self.skips: dict[str, int] = {}
+        #: rule -> how many passes took it on the implementation's word ("by declaration").
+        self.declared: dict[str, int] = {}
 
     def __call__(self, result: ScenarioResult) -> None:
         """Take one result, in any order; print every result now due, in scenario order."""
@@ -76,6 +78,14 @@ class ResultPrinter:
             self._emit(self._held.pop(index))
         if self.verbosity == QUIET:
             return
+        for rule, count in self.declared.items():
+            self.console.print(
+                f"{count} pass{'es' if count != 1 else ''} judged {rule} by declaration: the "
+                "kit could not observe that evidence itself (docs/protocol.md, fsync)",
+                style="yellow",
+                highlight=False,
+                markup=False,
+            )
         for reason, count in self.skips.items():
             self.console.print(
                 f"{count} scenario{'s' if count != 1 else ''} skipped: {reason}",
@@ -91,6 +101,8 @@ class ResultPrinter:
             self.skips[reason] = self.skips.get(reason, 0) + 1
             if self.verbosity < VERBOSE:
                 return
+        for rule, _why in result.caveats:
+            self.declared[rule] = self.declared.get(rule, 0) + 1
         if self.verbosity == QUIET:
             return
         if result.is_warning:
@@ -105,6 +117,9 @@ class ResultPrinter:
             if result.status == "skip"
             else f"  [dim]{result.duration * 1000:.0f} ms[/]"
         )
+        if result.caveats and result.status == "pass":
+            rules = ", ".join(rule for rule, _ in result.caveats)
+            tail += f"  [yellow]({escape(rules)} by declaration)[/]"
         self.console.print(
             f"[dim][{self.done:>{width}}/{self.total}][/] [{style}]{status:5}[/] "
             f"{result.scenario.id}{tail}",

@@ -105,6 +105,14 @@ def add_commands(sub: Any) -> None:
         help="serve this in-process implementation instead (as for run: mutant:NAME, "
         "package.module:attribute); e.g. a mutant, to watch a wire-side tool catch it",
     )
+    serve.add_argument(
+        "--protocol",
+        type=int,
+        choices=(1, 2),
+        default=None,
+        help="speak only this protocol version (default: every version the kit speaks); "
+        "1 shows how the kit treats an implementation that speaks only version 1",
+    )
     serve.set_defaults(func=cmd_serve_reference)
     smoke = sub.add_parser(
         "smoke",
@@ -184,6 +192,7 @@ def runner_timeout(args: argparse.Namespace) -> float:
 def cmd_serve_reference(args: argparse.Namespace, _console: Console) -> int:
     """Serve the in-process reference (every contract it declares), or ``--impl``, on stdin/stdout."""
     from seamspec.conformance._implementations import reference_adapter, trio_adapter
+    from seamspec.conformance._wire.messages import PROTOCOL_VERSIONS
     from seamspec.conformance._wire.server import protect_stdout, serve
 
     if args.impl is not None:
@@ -193,7 +202,8 @@ def cmd_serve_reference(args: argparse.Namespace, _console: Console) -> int:
         out = protect_stdout()
         adapter = trio_adapter() if args.backend == "trio" else reference_adapter(args.backend)
     try:
-        return serve(adapter, sys.stdin.buffer, out)
+        protocols = (args.protocol,) if args.protocol else PROTOCOL_VERSIONS
+        return serve(adapter, sys.stdin.buffer, out, protocols=protocols)
     except KeyboardInterrupt:
         return 130
     finally:

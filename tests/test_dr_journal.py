@@ -17,6 +17,7 @@ from seamspec.reference import (
     RecordOk,
     TornTailWarning,
     generate_keypair,
+    journal_fingerprint,
     scan_journal,
 )
 
@@ -101,6 +102,7 @@ def test_the_docs_by_hand_verification_works(
     section = page.read_text(encoding="utf-8").split("## Verifying a journal by hand", 1)[1]
     snippet = section.split("```python\n", 1)[1].split("```", 1)[0]
     (tmp_path / "j.pub").write_bytes((tmp_path / "k.pub").read_bytes())
+    (tmp_path / "j.fingerprint").write_text(journal_fingerprint(signer.public_key) + "\n")
 
     async def write() -> None:
         async with JournalRecorder.open(tmp_path / "dispatch.journal", signer) as journal:

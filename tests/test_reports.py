@@ -235,3 +235,46 @@ def test_diff_and_badge_judge_by_what_a_result_counts_as() -> None:
     assert compare_reports(new, old)["newly passing"] == ["b: failure -> pass"]
     report = {**new, "summary": {"failed": 1, "errors": 0}, "verdict": "does not conform"}
     assert badge_json(report)["message"] == "1/2 MUST"
+
+
+def test_markdown_and_html_name_rules_judged_by_declaration() -> None:
+    """A pass the kit could not watch (e.g. fsyncs over the wire) is marked in every format."""
+    from seamspec.conformance._reports.html import html_report
+    from seamspec.conformance._reports.summaries import by_declaration, markdown_summary
+
+    passing = {
+        **_result("dr-journal-durable-across-steps", "pass", "pass"),
+        "contract": "dispatch-recorder",
+        "rules": ["DR-JOURNAL-DURABLE"],
+        "broken_rules": [],
+        "findings": [],
+        "title": "t",
+        "duration": 0.1,
+        "detail": "",
+        "judged_by_declaration": [{"rule": "DR-JOURNAL-DURABLE", "why": "over the wire"}],
+    }
+    report = {
+        "kit": {"version": "0"},
+        "spec_version": "0",
+        "profile": "upstream",
+        "implementation": {
+            "name": "wired",
+            "version": "1",
+            "language": "rust",
+            "contracts": ["dispatch-recorder"],
+        },
+        "summary": {
+            "passed": 1,
+            "failed": 0,
+            "errors": 0,
+            "skipped": 0,
+            "xfailed": 0,
+            "xpassed": 0,
+            "warnings": 0,
+        },
+        "verdict": "conforms",
+        "results": [passing],
+    }
+    assert by_declaration(report) == {"DR-JOURNAL-DURABLE": ["dr-journal-durable-across-steps"]}
+    assert "DR-JOURNAL-DURABLE: 1 passing scenario(s) judged on what" in markdown_summary([report])
+    assert "DR-JOURNAL-DURABLE judged by declaration in 1 passing" in html_report([report])

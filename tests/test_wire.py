@@ -151,7 +151,10 @@ def test_die_mid_suite() -> None:
 @pytest.mark.parametrize(
     ("mode", "needle"),
     [
-        ("wrong-version", "speaks protocol version 99; this kit speaks only version 1"),
+        (
+            "wrong-version",
+            "speaks protocol version 99; this kit offered 2 and speaks versions 1, 2",
+        ),
         ("banner", "answered the start message with an invalid line"),
         ("silent-handshake", "did not answer the start message within 0.5 s"),
     ],

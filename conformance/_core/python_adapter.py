@@ -95,5 +95,15 @@ class PythonAdapter:
             raise sole from error
         return trace
 
+    def query(self, contract: str, name: str, body: Mapping[str, Any]) -> dict[str, Any]:
+        """A question about a scenario just performed (wire protocol 2), for the driver
+        that performed it: its ``query(name, body)``."""
+        driver = self._drivers.get(contract)
+        ask = getattr(driver, "query", None)
+        if ask is None:
+            raise Unsupported(f"the {contract} driver answers no query ({name!r})")
+        answer: dict[str, Any] = anyio.run(ask, name, body, backend=self._backend)
+        return answer
+
     def close(self) -> None:
         """Nothing to release: drivers hold no state between scenarios."""

@@ -29,6 +29,7 @@ __all__ = [
     "CONTRACTS",
     "ContractJudge",
     "ContractRoom",
+    "contract_caveats",
     "contract_judges",
     "contract_linters",
     "room",
@@ -92,6 +93,14 @@ def room(contract: str) -> ContractRoom:
 def contract_linters() -> dict[str, Linter]:
     """contract -> its cross-reference checker for scenario files (``model.lint``)."""
     return {r.name: r.module("model").lint for r in rooms()}
+
+
+@cache
+def contract_caveats() -> dict[str, ContractJudge]:
+    """contract -> its oracle's ``caveats`` (rules a trace was judged on by the
+    implementation's word alone), for the rooms whose oracle has one."""
+    found = {r.name: getattr(r.module("oracle"), "caveats", None) for r in rooms()}
+    return {name: judge for name, judge in found.items() if judge is not None}
 
 
 @cache

@@ -30,7 +30,7 @@ from seamspec.conformance._core.adapter import Adapter, ImplementationInfo, Trac
 from seamspec.conformance._core.catalogue import PROFILES, Profile, catalogue
 from seamspec.conformance._core.errors import ImplementationError, Unsupported
 from seamspec.conformance._core.manifest import ExpectedFailure
-from seamspec.conformance._core.registry import contract_judges
+from seamspec.conformance._core.registry import contract_caveats, contract_judges
 from seamspec.conformance._core.scenario import Scenario
 
 __all__ = ["Finding", "RunResult", "Runner", "ScenarioResult", "Status"]
@@ -76,6 +76,9 @@ class ScenarioResult:
     #: For a failure: another implementation's trace of the same scenario (the
     #: reference's, when the runner was given one to compare with), for pictures.
     expected_trace: Trace | None = None
+    #: (rule, why) for each rule judged on the implementation's word alone, such as a
+    #: durability rule over the wire, where the kit cannot watch fsync: "by declaration".
+    caveats: list[tuple[str, str]] = field(default_factory=list)
 
     @property
     def counted(self) -> list[Finding]:
@@ -329,10 +332,13 @@ class Runner:
             return ScenarioResult(scenario, "error", str(error), duration=time.perf_counter() - t0)
         duration = time.perf_counter() - t0
         findings = judge(scenario, trace)
+        caveats = caveats_of(scenario, trace)
         if not findings:
-            return ScenarioResult(scenario, "pass", "", [], duration, trace)
+            return ScenarioResult(scenario, "pass", "", [], duration, trace, caveats=caveats)
         detail = "\n".join(f"[{f.rule or 'then'}] {f.message}" for f in findings)
-        result = ScenarioResult(scenario, "fail", detail, findings, duration, trace)
+        result = ScenarioResult(
+            scenario, "fail", detail, findings, duration, trace, caveats=caveats
+        )
         result.expected_trace = self._comparison_trace(scenario)
         return result
 
@@ -375,6 +381,15 @@ class Runner:
                 context=box["tb"].rstrip(),
             )
         return box.get("trace")
+
+
+def caveats_of(scenario: Scenario, trace: Trace) -> list[tuple[str, str]]:
+    """The rules this scenario cites that it judged on the implementation's word alone."""
+    found = contract_caveats().get(scenario.contract)
+    if found is None:
+        return []
+    found_caveats = found(scenario.request(), scenario.then, trace)
+    return [(rule, why) for rule, why in found_caveats if rule in scenario.rules]
 
 
 def judge(scenario: Scenario, trace: Trace) -> list[Finding]:

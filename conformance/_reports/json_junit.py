@@ -57,6 +57,8 @@ def to_json_report(run: RunResult) -> dict[str, Any]:
             "duration": round(r.duration, 6),
             "file": r.scenario.source,
         }
+        if r.caveats:
+            entry["judged_by_declaration"] = [{"rule": rule, "why": why} for rule, why in r.caveats]
         if r.status == "fail" and r.trace is not None:
             entry["trace"] = r.trace
             if r.expected_trace is not None:

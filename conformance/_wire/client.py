@@ -19,8 +19,11 @@ from seamspec import __version__
 from seamspec.conformance._core.adapter import ImplementationInfo, Trace
 from seamspec.conformance._core.errors import ImplementationError, Unsupported
 from seamspec.conformance._wire.child import EOF, HandshakeError, WireChild
+from seamspec.conformance._wire.kit_side import KitSides
 from seamspec.conformance._wire.messages import (
+    ANSWERS,
     PROTOCOL_VERSION,
+    PROTOCOL_VERSIONS,
     RESPONSES,
     ProtocolError,
     decode_line,
@@ -30,6 +33,10 @@ from seamspec.conformance._wire.messages import (
 )
 
 __all__ = ["HandshakeError", "WireAdapter"]
+
+
+class _Refused(HandshakeError):
+    """The implementation answered ``start`` with an ``error`` (perhaps: not this version)."""
 
 
 class WireAdapter:
@@ -77,10 +84,17 @@ class WireAdapter:
         self.exit_code: int | None = None
         #: pids of every child started, so tests and ``smoke`` can check none is left.
         self.pids: list[int] = []
+        #: The protocol version offered at the next handshake: the newest at first, then
+        #: the one agreed (restarted children speak what the first one did).
+        self._offer = PROTOCOL_VERSION
+        #: The version agreed with the implementation (None before the handshake).
+        self.protocol: int | None = None
+        self._fallbacks = 0  # children started again only to offer an older version
+        self._kit_sides = KitSides()
 
     @property
     def restarts(self) -> int:
-        return max(0, self._starts - 1)
+        return max(0, self._starts - 1 - self._fallbacks)
 
     def _spawn(self) -> tuple[WireChild, ImplementationInfo]:
         """Start a child and shake hands; ``close()`` can kill it at any point meanwhile."""
@@ -96,6 +110,14 @@ class WireAdapter:
                     "the adapter was closed while starting the implementation"
                 )
             info = self._handshake(child)
+        except _Refused:
+            self._forget(child)
+            if self._offer == 1 or self.protocol is not None:
+                raise
+            # It may speak only version 1, and refuse 2 as docs/protocol.md says it should:
+            # offer 1 to a fresh child (not counted as a restart).
+            self._offer, self._fallbacks = 1, self._fallbacks + 1
+            return self._spawn()
         except BaseException:
             self._forget(child)
             raise
@@ -116,7 +138,7 @@ class WireAdapter:
             child.send(
                 {
                     "type": "start",
-                    "protocol": PROTOCOL_VERSION,
+                    "protocol": self._offer,
                     "kit": {"name": "seamspec", "version": __version__},
                 },
                 deadline,
@@ -147,18 +169,29 @@ class WireAdapter:
             ) from None
         if message["type"] == "error":
             child.kill()
-            raise HandshakeError(
-                f"{what} refused the handshake: {message['message']}"
+            raise _Refused(
+                f"{what} refused the handshake (protocol {self._offer} offered): "
+                f"{message['message']}"
                 + "\n"
                 + self._stderr(child, mark, message.get("context", "")),
             )
-        if message["protocol"] != PROTOCOL_VERSION:
+        version = message["protocol"]
+        if version not in PROTOCOL_VERSIONS or version > self._offer:
             child.kill()
+            speaks = ", ".join(map(str, PROTOCOL_VERSIONS))
             raise HandshakeError(
-                f"{what} speaks protocol version {message['protocol']}; this kit speaks only "
-                f"version {PROTOCOL_VERSION}\n  line: {quote(line)}"
+                f"{what} speaks protocol version {version}; this kit offered {self._offer} "
+                f"and speaks versions {speaks}\n  line: {quote(line)}"
                 + "\n"
                 + self._stderr(child, mark),
+            )
+        if self.protocol is None:
+            self.protocol = self._offer = version
+        elif version != self.protocol:
+            child.kill()
+            raise HandshakeError(
+                f"the restarted implementation chose protocol {version}, the first one "
+                f"{self.protocol}"
             )
         return info_from_started(message)
 
@@ -236,12 +269,20 @@ class WireAdapter:
     def _run_locked(self, request: Mapping[str, Any]) -> Trace:
         scenario = str(request.get("id", "?"))
         child = self._current_child(scenario)
+        with self._kit_sides.open(request, self.protocol or 1) as kit_side:
+            trace = self._perform(child, kit_side.request if kit_side else request, scenario)
+            if kit_side is None:
+                return trace
+            return kit_side.finish(trace, lambda name, body: self._ask(child, request, name, body))
+
+    def _perform(self, child: WireChild, request: Mapping[str, Any], scenario: str) -> Trace:
         self._seq += 1
         seq = self._seq
+        fields = ("id", "contract", "given", "when", "resources")
         message = {
             "type": "run",
             "seq": seq,
-            "request": {k: request[k] for k in ("id", "contract", "given", "when")},
+            "request": {k: request[k] for k in fields if k in request},
         }
         if self.strict:
             validate(message, "run")
@@ -297,6 +338,52 @@ class WireAdapter:
             )
         trace: Trace = answer["trace"]
         return trace
+
+    def _ask(
+        self, child: WireChild, request: Mapping[str, Any], name: str, body: dict[str, Any]
+    ) -> dict[str, Any]:
+        """Send one ``query`` about the scenario just performed; return its ``answer``."""
+        scenario = str(request.get("id", "?"))
+        self._seq += 1
+        seq = self._seq
+        message = {
+            "type": "query", "seq": seq, "contract": request["contract"], "query": name,
+            "body": body,
+        }  # fmt: skip
+        if self.strict:
+            validate(message, "query")
+        mark = child.stderr_mark()
+        deadline = time.monotonic() + self.request_timeout
+        sent = True
+        with contextlib.suppress(OSError):
+            sent = child.send(message, deadline)
+        line = child.receive(deadline) if sent else None
+        if line is None or line == EOF:
+            self._discard_child()
+            raise ImplementationError(
+                f"the implementation did not answer the {name} query of scenario {scenario} "
+                f"within {self.request_timeout:g} s, or exited; it will be restarted",
+                context=self._stderr(child, mark),
+            )
+        try:
+            answer = decode_line(line, expected=ANSWERS, strict=self.strict)
+            if answer.get("seq") != seq:
+                raise ProtocolError(f"the answer has seq {answer.get('seq')}; the query had {seq}")
+        except ProtocolError as error:
+            self._discard_child()
+            raise ImplementationError(
+                f"scenario {scenario}: the implementation broke the protocol answering the "
+                f"{name} query: {error}\n  line: {quote(line)}",
+                context=self._stderr(child, mark),
+            ) from None
+        if answer["type"] == "error":
+            raise ImplementationError(
+                f"the implementation could not answer the {name} query of scenario "
+                f"{scenario}: {answer['message']}",
+                context=self._stderr(child, mark),
+            )
+        result: dict[str, Any] = answer["answer"]
+        return result
 
     def close(self) -> None:
         """Stop the child cleanly (``stop``, then its group is killed after a grace period).

@@ -19,8 +19,10 @@ import jsonschema
 from seamspec.conformance._core.adapter import ImplementationInfo
 
 __all__ = [
+    "ANSWERS",
     "KIT_MESSAGES",
     "PROTOCOL_VERSION",
+    "PROTOCOL_VERSIONS",
     "RESPONSES",
     "ProtocolError",
     "decode_line",
@@ -32,14 +34,21 @@ __all__ = [
     "validate",
 ]
 
-#: The one protocol version this kit speaks. A new version is added, never changed in place.
-PROTOCOL_VERSION = 1
+#: The protocol version the kit offers: the newest it speaks. A new version is added,
+#: never changed in place; the kit still speaks every one in :data:`PROTOCOL_VERSIONS`.
+PROTOCOL_VERSION = 2
+#: Every version the kit speaks. Version 2 adds ``run.request.resources`` (what the kit
+#: prepared for the scenario, such as a journal's path and key) and ``query``/``answer``
+#: (questions the kit asks the implementation about a scenario it just performed).
+PROTOCOL_VERSIONS = (1, 2)
 
 #: Messages the kit writes to the implementation's stdin.
-KIT_MESSAGES = ("start", "run", "stop")
+KIT_MESSAGES = ("start", "run", "query", "stop")
 #: Messages an implementation may answer a ``run`` with.
 RESPONSES = ("trace", "skip", "error")
-_ALL = (*KIT_MESSAGES, "started", *RESPONSES)
+#: Messages an implementation may answer a ``query`` with (protocol 2).
+ANSWERS = ("answer", "error")
+_ALL = (*KIT_MESSAGES, "started", *RESPONSES, "answer")
 
 #: How much of an offending line an error message quotes.
 QUOTE_LIMIT = 300
@@ -98,10 +107,15 @@ def _light_check(message: dict[str, Any], kind: str) -> None:
         "trace": (list,),
         "skip": (str,),
         "error": (str,),
+        "answer": (dict,),
     }
-    field = {"started": "protocol", "trace": "trace", "skip": "reason", "error": "message"}.get(
-        kind
-    )
+    field = {
+        "started": "protocol",
+        "trace": "trace",
+        "skip": "reason",
+        "error": "message",
+        "answer": "answer",
+    }.get(kind)
     if field is not None and (
         not isinstance(message.get(field), wanted[kind]) or isinstance(message.get(field), bool)
     ):
@@ -109,7 +123,11 @@ def _light_check(message: dict[str, Any], kind: str) -> None:
             f"the {kind} message needs {field!r} as {wanted[kind][0].__name__}, "
             f"got {type(message.get(field)).__name__}"
         )
-    if kind in RESPONSES and kind != "error" and not isinstance(message.get("seq"), int):
+    if (
+        kind in (*RESPONSES, "answer")
+        and kind != "error"
+        and not isinstance(message.get("seq"), int)
+    ):
         raise ProtocolError(f"the {kind} message needs an integer 'seq'")
 
 
@@ -148,11 +166,11 @@ def decode_line(line: bytes, *, expected: tuple[str, ...], strict: bool) -> dict
     return message
 
 
-def started_message(info: ImplementationInfo) -> dict[str, Any]:
+def started_message(info: ImplementationInfo, protocol: int = PROTOCOL_VERSION) -> dict[str, Any]:
     """The handshake answer for an in-process adapter (what ``serve-reference`` sends)."""
     return {
         "type": "started",
-        "protocol": PROTOCOL_VERSION,
+        "protocol": protocol,
         "implementation": info.to_json(),
     }
 

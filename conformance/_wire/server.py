@@ -16,7 +16,7 @@ from typing import IO, Any
 from seamspec.conformance._core.adapter import Adapter
 from seamspec.conformance._core.errors import Unsupported
 from seamspec.conformance._wire.messages import (
-    PROTOCOL_VERSION,
+    PROTOCOL_VERSIONS,
     ProtocolError,
     decode_line,
     encode,
@@ -45,9 +45,17 @@ def _log(message: str) -> None:
     print(f"seamspec serve: {message}", file=sys.stderr, flush=True)
 
 
-def serve(adapter: Adapter, stdin: IO[bytes], stdout: IO[bytes]) -> int:
+def serve(
+    adapter: Adapter,
+    stdin: IO[bytes],
+    stdout: IO[bytes],
+    *,
+    protocols: tuple[int, ...] = PROTOCOL_VERSIONS,
+) -> int:
     """Answer protocol messages from ``stdin`` on ``stdout`` until ``stop`` or end of input.
 
+    ``protocols`` are the versions this side speaks (``serve-reference --protocol 1``
+    speaks only version 1, to check that the kit still talks to such implementations).
     Returns the process exit code: 0 after a clean stop, 1 after a protocol error by the
     kit (which is reported on stderr, where a human will look).
     """
@@ -57,10 +65,15 @@ def serve(adapter: Adapter, stdin: IO[bytes], stdout: IO[bytes]) -> int:
         stdout.flush()
 
     started = False
+    version = 1
     for line in stdin:
         if not line.strip():
             continue
-        expected = ("run", "stop") if started else ("start",)
+        expected = (
+            (("run", "query", "stop") if version >= 2 else ("run", "stop"))
+            if started
+            else ("start",)
+        )
         try:
             message = decode_line(line, expected=expected, strict=True)
         except ProtocolError as error:
@@ -70,22 +83,47 @@ def serve(adapter: Adapter, stdin: IO[bytes], stdout: IO[bytes]) -> int:
             return 1
         kind = message["type"]
         if kind == "start":
-            if message["protocol"] != PROTOCOL_VERSION:
+            usable = [v for v in protocols if v <= message["protocol"]]
+            if not usable:
+                speaks = ", ".join(map(str, protocols))
                 send(
                     {
                         "type": "error",
                         "message": f"unsupported protocol version {message['protocol']}; "
-                        f"this implementation speaks {PROTOCOL_VERSION}",
+                        f"this implementation speaks {speaks}",
                     }
                 )
                 return 1
-            send(started_message(adapter.info()))
+            version = max(usable)
+            send(started_message(adapter.info(), version))
             started = True
         elif kind == "stop":
             return 0
+        elif kind == "query":
+            send(_answer(adapter, message))
         else:
             send(_perform(adapter, message["seq"], message["request"]))
     return 0
+
+
+def _answer(adapter: Adapter, message: dict[str, Any]) -> dict[str, Any]:
+    """One ``query`` message's answer, or the caught error (an adapter with no ``query``
+    cannot answer any)."""
+    seq = message["seq"]
+    query = getattr(adapter, "query", None)
+    try:
+        if query is None:
+            raise Unsupported(f"this implementation answers no query ({message['query']!r})")
+        answer = query(message["contract"], message["query"], message["body"])
+        json.dumps(answer)
+    except Exception as error:
+        return {
+            "type": "error",
+            "seq": seq,
+            "message": f"{type(error).__name__}: {error}",
+            "context": traceback.format_exc().rstrip(),
+        }
+    return {"type": "answer", "seq": seq, "answer": answer}
 
 
 def _perform(adapter: Adapter, seq: int, request: dict[str, Any]) -> dict[str, Any]:

@@ -11,10 +11,12 @@
 import readline from "node:readline";
 
 import { describe } from "./woc/chain.mjs";
-import { perform as performDr } from "./dr/driver.mjs";
+import { answerQuery as answerDr, perform as performDr } from "./dr/driver.mjs";
 import { DriverError, perform as performWoc } from "./woc/driver.mjs";
 
-const PROTOCOL = 1;
+// Protocol 2: the kit hands a journal scenario's path and key over in `resources`, and
+// asks about the journal afterwards with `query` messages.
+const PROTOCOL = 2;
 
 const IMPLEMENTATION = {
   name: "seamspec-js-example",
@@ -28,6 +30,7 @@ const IMPLEMENTATION = {
 };
 
 const PERFORMERS = { "write-observer-chain": performWoc, "dispatch-recorder": performDr };
+const QUERIES = { "dispatch-recorder": answerDr };
 
 function send(message) {
   process.stdout.write(JSON.stringify(message) + "\n");
@@ -53,6 +56,17 @@ async function answer(seq, request) {
   }
 }
 
+function answerQuery(message) {
+  const { seq } = message;
+  try {
+    const ask = QUERIES[message.contract];
+    if (!ask) throw new Error(`no queries for the ${message.contract} contract`);
+    return { type: "answer", seq, answer: ask(message.query, message.body) };
+  } catch (error) {
+    return { type: "error", seq, message: error?.message ?? String(error) };
+  }
+}
+
 async function main() {
   const lines = readline.createInterface({ input: process.stdin, crlfDelay: Infinity });
   let started = false;
@@ -66,14 +80,17 @@ async function main() {
       return 1;
     }
     if (!started) {
-      if (message.type !== "start" || message.protocol !== PROTOCOL) {
-        send({ type: "error", message: `expected start with protocol ${PROTOCOL}, got ${line.slice(0, 200)}` });
+      // The kit offers the newest version it speaks; this implementation speaks 2 only.
+      if (message.type !== "start" || !(message.protocol >= PROTOCOL)) {
+        send({ type: "error", message: `this implementation speaks protocol ${PROTOCOL} only, got ${line.slice(0, 200)}` });
         return 1;
       }
       send({ type: "started", protocol: PROTOCOL, implementation: IMPLEMENTATION });
       started = true;
     } else if (message.type === "run") {
       send(await answer(message.seq, message.request));
+    } else if (message.type === "query") {
+      send(answerQuery(message));
     } else if (message.type === "stop") {
       return 0;
     } else {

@@ -26,7 +26,11 @@ from pathlib import Path
 import anyio
 import anyio.lowlevel
 
-from seamspec.reference._dispatch_recorder.journal_format import genesis_hash, scan_journal
+from seamspec.reference._dispatch_recorder.journal_format import (
+    genesis_hash,
+    journal_fingerprint,
+    scan_journal,
+)
 from seamspec.reference._dispatch_recorder.journal_keys import Signer
 from seamspec.reference._dispatch_recorder.journal_writer import CallSoon, JournalWriter
 from seamspec.reference._dispatch_recorder.model import (
@@ -37,7 +41,13 @@ from seamspec.reference._dispatch_recorder.model import (
     RecordOutcome,
 )
 
-__all__ = ["JournalCorrupt", "JournalLocked", "JournalRecorder", "TornTailWarning"]
+__all__ = [
+    "JournalCorrupt",
+    "JournalLocked",
+    "JournalRecorder",
+    "QuarantinedTailWarning",
+    "TornTailWarning",
+]
 
 
 class JournalCorrupt(ValueError):
@@ -50,6 +60,11 @@ class JournalLocked(RuntimeError):
 
 class TornTailWarning(UserWarning):
     """The journal ended in an interrupted append; it was dropped (it was never OK'd)."""
+
+
+class QuarantinedTailWarning(UserWarning):
+    """The journal ended in what may be a complete entry without its newline: not a torn
+    tail, so not dropped; its bytes were moved to a quarantine file next to the journal."""
 
 
 class JournalRecorder:
@@ -69,6 +84,8 @@ class JournalRecorder:
         self._writer = writer
         #: What :meth:`open` found and dropped, if the file ended in a torn tail.
         self.torn_tail = torn_tail
+        #: Where :meth:`open` set aside a tail that may have been a complete entry.
+        self.quarantined: Path | None = None
 
     @classmethod
     def open(
@@ -98,10 +115,23 @@ class JournalRecorder:
             while chunk := os.read(fd, 1 << 20):
                 data += chunk
             found = scan_journal(data, signer.public_key)
-            torn = None
+            torn = quarantined = None
             if found.torn_tail:
                 torn = f"entry {found.bad_index}: {found.reason}"
                 warnings.warn(TornTailWarning(f"{path}: {torn}; dropped"), stacklevel=2)
+                os.ftruncate(fd, found.valid_bytes)
+                fsync(fd)
+            elif not found.ok and data.rfind(b"\n") + 1 == found.valid_bytes:
+                # Only the newline-less tail is wrong, and it may be a whole entry (perhaps
+                # an acknowledged one): never destroy it; move it aside, then go on.
+                quarantined = _quarantine(path, data[found.valid_bytes :], found.valid_bytes)
+                warnings.warn(
+                    QuarantinedTailWarning(
+                        f"{path}: entry {found.bad_index} {found.reason}; its bytes were "
+                        f"moved to {quarantined.name}, which a person must look at"
+                    ),
+                    stacklevel=2,
+                )
                 os.ftruncate(fd, found.valid_bytes)
                 fsync(fd)
             elif not found.ok:
@@ -115,7 +145,15 @@ class JournalRecorder:
         except BaseException:
             os.close(fd)
             raise
-        return cls(path, writer, torn_tail=torn)
+        recorder = cls(path, writer, torn_tail=torn)
+        recorder.quarantined = quarantined
+        return recorder
+
+    @property
+    def fingerprint(self) -> str:
+        """The fingerprint of the journal's key (entry 0's ``prev``): keep it elsewhere and
+        pass it to ``seamspec journal verify --fingerprint`` to pin the key."""
+        return journal_fingerprint(self._writer.signer_key)
 
     @property
     def entries(self) -> int:
@@ -162,6 +200,28 @@ class JournalRecorder:
 
     async def __aexit__(self, *exc: object) -> None:
         self.close()
+
+
+def _quarantine(path: Path, tail: bytes, offset: int) -> Path:
+    """Write ``tail`` to a new file next to the journal, durably, and return its path."""
+    for attempt in range(1000):
+        target = path.with_name(
+            f"{path.name}.quarantine-{offset}" + (f"-{attempt}" if attempt else "")
+        )
+        try:
+            fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:
+            continue
+        try:
+            view = memoryview(tail)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        _sync_directory(path)
+        return target
+    raise JournalCorrupt(f"{path}: cannot quarantine its damaged tail (1000 files exist)")
 
 
 def _sync_directory(path: Path) -> None:

@@ -17,7 +17,15 @@ One entry per line (UTF-8 JSON, keys sorted, no spaces, ending in ``\\n``)::
 
 A final segment with no newline is a *torn tail*: an append interrupted by a crash. Since
 ``record`` returns OK only after the whole line is on stable storage, a torn tail is never
-an acknowledged entry; it is reported and never counted.
+an acknowledged entry; it is reported and never counted. But a final segment that *may be
+a complete entry* (it, or it without its last byte, is a JSON object: a whole line whose
+newline was lost or replaced) is not called torn: it may be an acknowledged record, so it
+is reported as damage, and :class:`JournalRecorder` sets it aside instead of cutting it.
+
+The genesis hash is also the key's *journal fingerprint* (:func:`journal_fingerprint`):
+entry 0 carries it, so a journal names the key it was signed with, and verification
+against a wrong key says so ("signed by key X, expected Y"). Keep the fingerprint
+somewhere else than the key file to pin the key.
 """
 
 from __future__ import annotations
@@ -41,6 +49,8 @@ __all__ = [
     "encode_entry",
     "entry_hash",
     "genesis_hash",
+    "journal_fingerprint",
+    "may_be_entry",
     "scan_journal",
     "signed_bytes",
 ]
@@ -67,6 +77,27 @@ def canonical(value: Any) -> bytes:
 def genesis_hash(public_key: Ed25519PublicKey) -> str:
     """The ``prev`` of entry 0: ties the chain to the key, so journals cannot be spliced."""
     return hashlib.sha256(DOMAIN + b"genesis" + public_key_bytes(public_key)).hexdigest()
+
+
+def journal_fingerprint(public_key: Ed25519PublicKey) -> str:
+    """The key's fingerprint as a journal records it: entry 0's ``prev`` (64 hex)."""
+    return genesis_hash(public_key)
+
+
+def may_be_entry(segment: bytes) -> bool:
+    """Could a final segment without newline be a whole entry whose newline was lost?
+
+    True if it, or it without its last byte, parses as a JSON object. A crash leaves a
+    prefix of a line, which never does (unless only the newline is missing: then the
+    record was not acknowledged, and setting it aside instead of cutting it costs nothing).
+    """
+    for candidate in (segment, segment[:-1]):
+        try:
+            if isinstance(json.loads(candidate.decode("utf-8")), dict):
+                return True
+        except (UnicodeDecodeError, ValueError):
+            continue
+    return False
 
 
 def signed_bytes(seq: int, prev: str, mutation: dict[str, Any]) -> bytes:
@@ -145,11 +176,18 @@ def _check_line(
             return "not in canonical form (the bytes were edited)"
     except ValueError:
         return "holds a value JSON cannot encode canonically"
-    if data["v"] != JOURNAL_VERSION:
+    # Identity of type as well as value: in Python True == 1 and 2.0 == 2, but the line
+    # would then say `true` or `2.0` where the signature covers `1` or `2`.
+    if type(data["v"]) is not int or data["v"] != JOURNAL_VERSION:
         return f"unknown format version {data['v']!r}"
-    if data["seq"] != index:
+    if type(data["seq"]) is not int or data["seq"] != index:
         return f"has sequence number {data['seq']!r} where {index} was due (deleted, reordered or duplicated?)"
     if data["prev"] != prev:
+        if index == 0:
+            return (
+                f"is signed by key {str(data['prev'])[:16]}…, expected {prev[:16]}… "
+                "(fingerprints: the journal was signed with another key than this one)"
+            )
         return "does not chain to the previous entry (deleted, reordered or duplicated?)"
     if not isinstance(data["mutation"], dict) or not isinstance(data["sig"], str):
         return "has a malformed mutation or signature"
@@ -182,10 +220,17 @@ def scan_journal(
     while pos < len(data):
         end = data.find(b"\n", pos)
         if end == -1:
-            result.bad_index, result.torn_tail = index, True
-            result.reason = (
-                f"torn tail: {len(data) - pos} byte(s) of an interrupted append, no entry"
-            )
+            result.bad_index = index
+            if may_be_entry(data[pos:]):
+                result.reason = (
+                    f"the last {len(data) - pos} byte(s) may be a complete entry whose "
+                    "newline was replaced or lost: damage, not a torn tail"
+                )
+            else:
+                result.torn_tail = True
+                result.reason = (
+                    f"torn tail: {len(data) - pos} byte(s) of an interrupted append, no entry"
+                )
             break
         line = data[pos:end]
         checked = _check_line(line, index, prev, public_key)

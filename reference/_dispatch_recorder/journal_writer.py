@@ -109,6 +109,7 @@ class JournalWriter:
     ) -> None:
         self.fd = fd
         self._signer = signer
+        self.signer_key = signer.public_key
         self._fsync = fsync
         self._lock = threading.Lock()
         self._to_sign: queue.SimpleQueue[PendingEntry | None] = queue.SimpleQueue()

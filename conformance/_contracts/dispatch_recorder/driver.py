@@ -17,8 +17,13 @@ from typing import Any, Protocol, runtime_checkable
 
 import anyio
 from anyio.abc import TaskGroup, TaskStatus
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from seamspec.conformance._contracts.dispatch_recorder.journal_steps import tamper
+from seamspec.conformance._contracts.dispatch_recorder.journal_session import (
+    JournalSession,
+    verdict_fields,
+    wants_journal,
+)
 from seamspec.conformance._contracts.dispatch_recorder.model import step_verb
 from seamspec.conformance._contracts.dispatch_recorder.scripted import (
     Gates,
@@ -30,9 +35,9 @@ from seamspec.conformance._contracts.dispatch_recorder.scripted import (
     dump,
 )
 from seamspec.conformance._core.adapter import Trace
-from seamspec.conformance._core.errors import ImplementationError
+from seamspec.conformance._core.errors import ImplementationError, Unsupported
 from seamspec.conformance._core.tracer import Tracer
-from seamspec.reference import DispatchRecorder, KeySigner, Message, Signer, generate_keypair
+from seamspec.reference import DispatchRecorder, KeySigner, Message, Signer
 
 __all__ = ["DispatchRecorderDriver", "DispatchRecorderImplementation", "ScriptedFailure"]
 
@@ -83,43 +88,72 @@ class DispatchRecorderDriver:
         return tuple(self.implementation.features)
 
     async def perform(self, request: Mapping[str, Any]) -> Trace:
+        """Perform ``request``; with a journal, also the kit's side of it (its own check,
+        tampering, the verifier's verdicts), unless the request comes over the wire with
+        ``resources``: then the kit on the other end does that part."""
         with tempfile.TemporaryDirectory(prefix="seamspec-dr-") as tmp:
-            return await _Run(self.implementation, request, Path(tmp)).perform()
+            if "resources" in request or not wants_journal(request):
+                return await _Run(self.implementation, request).perform()
+            session = JournalSession(request, Path(tmp))
+            trace = await _Run(self.implementation, session.implementation_request()).perform()
+            return trace + session.finish(trace, self._verify, evidence="observed")
+
+    def _verify(self, path: Path, public_key: str, anchor: int | None) -> Mapping[str, Any]:
+        """The implementation's verifier, asked in process."""
+        verify = getattr(self.implementation, "verify_journal", None)
+        if not callable(verify):
+            raise ImplementationError(
+                "the implementation declares signed-journal but has no verify_journal"
+            )
+        found = verify(
+            path, Ed25519PublicKey.from_public_bytes(bytes.fromhex(public_key)),
+            expected_entries=anchor,
+        )  # fmt: skip
+        return {
+            "ok": bool(found.ok), "bad_index": found.bad_index, "reason": found.reason,
+            "torn_tail": bool(found.torn_tail),
+            "mutations": [dict(e.mutation) for e in found.entries],
+        }  # fmt: skip
+
+    async def query(self, name: str, body: Mapping[str, Any]) -> dict[str, Any]:
+        """A question the kit asks over the wire (protocol 2): ``verify_journal``."""
+        if name != "verify_journal":
+            raise Unsupported(f"the dispatch-recorder driver answers no query {name!r}")
+        anchor = body.get("expected_entries")
+        found = self._verify(Path(body["path"]), str(body["public_key"]), anchor)
+        return verdict_fields(found, "verify_journal")
 
 
 class _Run:
-    def __init__(self, impl: Any, request: Mapping[str, Any], tmp: Path) -> None:
+    def __init__(self, impl: Any, request: Mapping[str, Any]) -> None:
         self.impl = impl
         self.given: dict[str, Any] = dict(request["given"])
         self.when: list[dict[str, Any]] = list(request["when"])
-        self.tmp = tmp
+        self.resources: Mapping[str, Any] = request.get("resources") or {}
         self.tracer = Tracer()
         self.gates = Gates()
         self.scope: anyio.CancelScope | None = None
         self.done = anyio.Event()
         self.cancelled = False
         self.journal: TracedJournal | None = None
-        self.public_key: Any = None
 
     def _recorder(self) -> DispatchRecorder | None:
         script = self.given.get("recorder")
         if script is None:
             return None
         if script.get("journal"):
-            signer: Signer = KeySigner.from_file(self._keys())
-            path = self.tmp / "dispatch.journal"
+            given = self.resources.get("journal")
+            if not isinstance(given, Mapping):
+                raise ImplementationError("a journal scenario needs resources.journal from the kit")
+            signer: Signer = KeySigner.from_file(given["private_key"])
+            path = Path(given["path"])
             journal = TracedJournal(None, self.tracer, path)
             journal.inner = self.impl.open_journal(path, signer, fsync=journal.fsync)
-            self.journal, self.public_key = journal, signer.public_key
+            self.journal = journal
             return journal
         if script.get("commit_default"):
             return ScriptedRecordOnly(script, self.tracer, self.gates)
         return ScriptedRecorder(script, self.tracer, self.gates)
-
-    def _keys(self) -> Path:
-        private = self.tmp / "journal.key"
-        generate_keypair(private, self.tmp / "journal.pub")
-        return private
 
     async def perform(self) -> Trace:
         recorder = self._recorder()
@@ -219,22 +253,7 @@ class _Run:
         elif verb == "join":
             with anyio.move_on_after(WAIT_LIMIT + TURN_LIMIT):
                 await self.done.wait()
-        elif verb == "verify_journal":
-            self._verify(body)
-        elif verb == "tamper_journal":
-            assert self.journal is not None
-            tamper(self.journal.path, body)
-            self.tracer.emit("journal_tampered", op=body)
-
-    def _verify(self, body: Mapping[str, Any]) -> None:
-        assert self.journal is not None
-        ok_records = self.tracer.count("record_exit", outcome="ok")
-        expected = ok_records if body.get("anchored") else None
-        found = self.impl.verify_journal(
-            self.journal.path, self.public_key, expected_entries=expected
-        )
-        self.tracer.emit(
-            "journal_verify", ok=bool(found.ok), bad_index=found.bad_index, reason=found.reason,
-            torn_tail=bool(found.torn_tail), entries=len(found.entries),
-            mutations=[dict(e.mutation) for e in found.entries],
-        )  # fmt: skip
+        elif verb in ("verify_journal", "tamper_journal"):
+            raise ImplementationError(
+                f"step {index}: {verb} is the kit's own step; it never reaches the implementation"
+            )

@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from seamspec.conformance._contracts.dispatch_recorder.journal_lint import journal_problems
+
 __all__ = [
     "PRE_KINDS",
     "behaviour_for",
@@ -133,6 +135,8 @@ def lint(data: dict[str, Any]) -> list[tuple[tuple[str | int, ...], str]]:
             problems.append(
                 (at, f"{verb} needs the journal recorder (`recorder: {{journal: true}}`)")
             )
+    if journal:
+        problems.extend(journal_problems(data))
     late = any(b.get("late") for b in _behaviours(recorder, "record"))
     if late and "release_late" not in {step_verb(s) for s in when}:
         problems.append((("when",), "a `late` record needs a `release_late` step"))

@@ -22,6 +22,7 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from seamspec import __version__
+from seamspec.conformance._contracts.dispatch_recorder import mutant_journals as mj
 from seamspec.conformance._contracts.dispatch_recorder.driver import DispatchRecorderDriver
 from seamspec.conformance._contracts.dispatch_recorder.reference_adapter import ReferenceDispatch
 from seamspec.conformance._core.python_adapter import PythonAdapter
@@ -304,6 +305,8 @@ def _verify_without_chain(data: bytes, key: Ed25519PublicKey) -> Verification:
 # --------------------------------------------------------------------------------------
 # The registry.
 
+Verifier = Callable[[bytes, Ed25519PublicKey, "int | None", Path], Verification]
+
 
 @dataclass(frozen=True)
 class DrMutant:
@@ -314,8 +317,10 @@ class DrMutant:
     statement: str
     executor: type[ToolExecutor] = ToolExecutor
     loop_mode: str | None = None
-    journal: type[JournalRecorder] = JournalRecorder
+    journal: type[Any] = JournalRecorder
     lax_verify: bool = False
+    #: A replacement verifier: (journal bytes, public key, anchor, path) -> Verification.
+    verifier: Verifier | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     def implementation(self) -> ReferenceDispatch:
@@ -338,10 +343,47 @@ class DrMutant:
             ) -> Verification:
                 if mutant.lax_verify:
                     return _verify_without_chain(path.read_bytes(), public_key)
+                if mutant.verifier is not None:
+                    return mutant.verifier(path.read_bytes(), public_key, expected_entries, path)
                 return super().verify_journal(path, public_key, expected_entries=expected_entries)
 
         return Implementation()
 
+
+_JOURNAL_MUTANTS = (
+    DrMutant("dr-journal-unsigned-lines", "DR-JOURNAL-FORMAT",
+             "writes plain JSON lines, unsigned and unchained; its verifier compares the "
+             "file with the copy it kept in memory", journal=mj.UnsignedLinesJournal,
+             verifier=mj.verify_unsigned_lines),
+    DrMutant("dr-journal-signs-without-domain", "DR-JOURNAL-FORMAT",
+             "signs each entry without the domain-separation prefix (its verifier agrees)",
+             journal=mj.UndomainedJournal, verifier=mj.verify_undomained),
+    DrMutant("dr-journal-fsync-elsewhere", "DR-JOURNAL-DURABLE",
+             "fsyncs a padding file next to the journal instead of the journal",
+             journal=mj.FsyncElsewhereJournal),
+    DrMutant("dr-journal-fsync-before-write", "DR-JOURNAL-DURABLE",
+             "fsyncs the journal, then appends the entries and acknowledges them",
+             journal=mj.FsyncBeforeWriteJournal),
+    DrMutant("dr-journal-verify-skips-signatures", "DR-JOURNAL-VERIFY",
+             "verification checks framing, sequence and chain but no signature",
+             verifier=mj.verify_without_signatures),
+    DrMutant("dr-journal-verify-accepts-undomained", "DR-JOURNAL-VERIFY",
+             "verification also accepts a signature made without the domain prefix",
+             verifier=mj.verify_accepting_undomained),
+    DrMutant("dr-journal-verify-recanonicalises", "DR-JOURNAL-VERIFY",
+             "verification re-encodes each entry canonically instead of checking its bytes",
+             verifier=mj.verify_recanonicalised),
+    DrMutant("dr-journal-verify-remembers", "DR-JOURNAL-VERIFY",
+             "verification returns the mutations the journal remembers writing, not the "
+             "ones the file holds", journal=mj.RememberingJournal,
+             verifier=mj.verify_remembering),
+    DrMutant("dr-journal-verify-loose-types", "DR-JOURNAL-VERIFY",
+             "verification compares the sequence number by value, so `true` passes for 1",
+             verifier=mj.verify_loose_types),
+    DrMutant("dr-journal-verify-tail-always-torn", "DR-JOURNAL-VERIFY",
+             "verification calls any final segment without a newline a torn tail, even a "
+             "complete entry whose newline was replaced", verifier=mj.verify_any_tail_torn),
+)  # fmt: skip
 
 _ALL = (
     DrMutant("dr-apply-before-record", "DR-RECORD-FIRST",
@@ -395,6 +437,7 @@ _ALL = (
     DrMutant("dr-journal-verify-ignores-chain", "DR-JOURNAL-VERIFY",
              "verification checks each signature but not the chain or sequence",
              lax_verify=True),
+    *_JOURNAL_MUTANTS,
 )  # fmt: skip
 
 #: Every DR mutant by name, in catalogue order of the rule it breaks.

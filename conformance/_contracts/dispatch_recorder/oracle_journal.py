@@ -1,63 +1,171 @@
-"""The DR oracle's journal part: durability before OK, and what verification must find.
+"""The DR oracle's journal part: what the kit read in the file, durability, verification.
 
-Separate from the call and commit checks because it reads different evidence: the fsyncs
-the journal made, and the verifier's verdicts after the kit tampered with the file.
+Separate from the call and commit checks because it reads other evidence: the kit's own
+reading of the journal (``journal_check``), the fsyncs (``journal_fsync``: seen by the
+kit's hook in process, declared by the implementation over the wire) and the verifier's
+verdicts on the files the kit tampered with, each next to the kit's own verdict on the
+same bytes (``journal_verify``). Nothing here takes the implementation's word for what
+its journal holds.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from seamspec.conformance._contracts.dispatch_recorder.model import step_verb, tamper_index
+__all__ = ["caveats", "check_journal"]
 
-__all__ = ["check_journal"]
+FORMAT, DURABLE, VERIFY = "DR-JOURNAL-FORMAT", "DR-JOURNAL-DURABLE", "DR-JOURNAL-VERIFY"
 
 
 def check_journal(
-    records: list[dict[str, Any]], when: list[dict[str, Any]], events: list[dict[str, Any]]
+    records: list[dict[str, Any]], events: list[dict[str, Any]]
 ) -> list[tuple[str, str]]:
-    """DR-JOURNAL-DURABLE and DR-JOURNAL-VERIFY findings for a journal scenario."""
+    """DR-JOURNAL-FORMAT, -DURABLE and -VERIFY findings for a journal scenario."""
+    check = next((e for e in events if e["type"] == "journal_check"), None)
+    if check is None:
+        return [(FORMAT, "the kit has no reading of the journal (no journal_check event)")]
+    if not check.get("exists"):
+        return [(FORMAT, "the implementation wrote no journal at the path the kit gave it")]
     out: list[tuple[str, str]] = []
-    ok = [r for r in records if r["exit"] and r["exit"].get("outcome") == "ok"]
-    for count, r in enumerate(ok, start=1):
-        durable = r["exit"].get("durable_entries", 0)
-        if durable < count:
-            out.append((
-                "DR-JOURNAL-DURABLE",
-                f"record {r['enter']['n']} returned OK when only {durable} of the {count} "
-                "entries written so far had been fsync'd",
-            ))  # fmt: skip
-    tampered: list[dict[str, Any]] = []
-    verifies = iter(e for e in events if e["type"] == "journal_verify")
-    for step in when:
-        verb = step_verb(step)
-        if verb == "tamper_journal":
-            tampered.append(step[verb])
-        elif verb == "verify_journal":
-            found = next(verifies, None)
-            if found is None:
-                break
-            out.extend(_check_verify(found, tampered, [r["enter"]["payload"] for r in ok]))
+    if not check.get("ok"):
+        out.append((
+            FORMAT,
+            "the journal does not verify by the documented format, read by the kit with "
+            f"the key it gave: {check.get('reason')}",
+        ))  # fmt: skip
+    entry_of, problems = _align(records, check.get("mutations", []))
+    out.extend((FORMAT, p) for p in problems)
+    out.extend(_durability(records, events, entry_of, check))
+    out.extend(_verdicts(events))
     return out
 
 
-def _check_verify(
-    found: dict[str, Any], tampered: list[dict[str, Any]], mutations: list[dict[str, Any]]
+def _align(records: list[dict[str, Any]], mutations: list[Any]) -> tuple[dict[int, int], list[str]]:
+    """Match journal entries to record calls, in call order: (record n -> entry, problems).
+
+    Every OK'd record must have its entry, in order; a record that did not return OK may
+    have one or not (written, then not made durable); no entry may come from nowhere.
+    """
+    entry_of: dict[int, int] = {}
+    problems: list[str] = []
+    position = 0
+    for r in records:
+        ok = bool(r["exit"]) and r["exit"].get("outcome") == "ok"
+        if position < len(mutations) and mutations[position] == r["enter"].get("payload"):
+            entry_of[r["enter"]["n"]] = position
+            position += 1
+        elif ok:
+            problems.append(
+                f"record {r['enter']['n']} (call {r['enter'].get('call')}) returned OK, but "
+                f"entry {position} of the journal is not its mutation"
+            )
+    if position < len(mutations) and not problems:
+        problems.append(
+            f"the journal holds {len(mutations) - position} entr(y/ies) from entry {position} "
+            "on that no record call carried"
+        )
+    return entry_of, problems
+
+
+def _durability(
+    records: list[dict[str, Any]],
+    events: list[dict[str, Any]],
+    entry_of: dict[int, int],
+    check: dict[str, Any],
 ) -> list[tuple[str, str]]:
-    rule = "DR-JOURNAL-VERIFY"
-    got = f"ok={found.get('ok')} bad_index={found.get('bad_index')} ({found.get('reason')})"
-    if not tampered:
-        if not found.get("ok") or found.get("mutations") != mutations:
-            return [(
-                rule,
-                f"an untouched journal must verify and hold the {len(mutations)} OK'd mutations "
-                f"in order; got {got} with {found.get('entries')} entries",
-            )]  # fmt: skip
-        return []
-    out = []
-    want = tamper_index(tampered[0], len(mutations))
-    if found.get("ok") or found.get("bad_index") != want:
-        out.append((rule, f"after {tampered[0]} verification must fail at entry {want}; got {got}"))
-    if "truncate_bytes" in tampered[0] and not found.get("torn_tail"):
-        out.append((rule, "a journal cut mid-entry must be reported as a torn tail"))
+    """Each OK'd entry inside a completed fsync of the journal before its OK."""
+    ends: list[int] = check.get("ends", [])
+    out: list[tuple[str, str]] = []
+    durable, elsewhere, synced = 0, set(), False
+    exits = {id(r["exit"]): r for r in records if r["exit"]}
+    for event in events:
+        if event["type"] == "journal_fsync":
+            synced = True
+            if event.get("journal", True) is False:
+                elsewhere.add(str(event.get("file")))
+            elif isinstance(event.get("durable_bytes"), int):
+                durable = max(durable, event["durable_bytes"])
+        elif event["type"] == "record_exit" and event.get("outcome") == "ok":
+            record = exits.get(id(event))
+            entry = entry_of.get(event.get("n", -1)) if record else None
+            if entry is None or entry >= len(ends) or ends[entry] <= durable:
+                continue
+            where = (
+                f"; the fsyncs were of another file ({', '.join(sorted(elsewhere))})"
+                if elsewhere
+                else ""
+                if synced
+                else "; no fsync at all was seen: make the journal durable through the fsync "
+                "the kit hands over (open_journal's fsync argument), or report it over the wire"
+            )
+            out.append((
+                DURABLE,
+                f"record {event.get('n')} returned OK when the journal was durable up to "
+                f"byte {durable} only; its entry (entry {entry}) ends at byte {ends[entry]}"
+                + where,
+            ))  # fmt: skip
+    size = check.get("size", 0)
+    beyond = [
+        e["durable_bytes"]
+        for e in events
+        if e["type"] == "journal_fsync"
+        and e.get("journal", True) is not False
+        and isinstance(e.get("durable_bytes"), int)
+        and e["durable_bytes"] > size
+    ]
+    if beyond:
+        out.append((
+            DURABLE,
+            f"an fsync of the journal covered {max(beyond)} bytes, but the closed journal "
+            f"holds {size}: bytes once durable were cut off",
+        ))  # fmt: skip
+    for index in check.get("rewritten_after_fsync", []):
+        out.append((
+            DURABLE,
+            f"bytes made durable by fsync {index} of the journal were changed afterwards: "
+            "a journal only grows",
+        ))  # fmt: skip
     return out
+
+
+def _summary(found: dict[str, Any]) -> str:
+    if found.get("ok"):
+        return f"valid with {found.get('entries')} entries"
+    torn = ", a torn tail" if found.get("torn_tail") else ""
+    return f"invalid at entry {found.get('bad_index')}{torn} ({found.get('reason')})"
+
+
+def _verdicts(events: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    """The implementation's verifier must read every file as the kit does."""
+    out: list[tuple[str, str]] = []
+    done: list[Any] = []
+    for event in events:
+        if event["type"] == "journal_tampered":
+            done.append(event.get("op"))
+            continue
+        if event["type"] != "journal_verify":
+            continue
+        kit = event.get("kit") or {}
+        keys = ("ok", "bad_index", "torn_tail") if not kit.get("ok") else ("ok", "mutations")
+        if any(event.get(k) != kit.get(k) for k in keys):
+            after = f"after {', '.join(map(str, done))}" if done else "on the untouched journal"
+            other = event.get("ok") and kit.get("ok")
+            out.append((
+                VERIFY,
+                f"{after}, the kit reads the journal as {_summary(kit)}; the implementation's "
+                f"verifier says {_summary(event)}"
+                + (" but with other mutations than the file holds" if other else ""),
+            ))  # fmt: skip
+    return out
+
+
+def caveats(events: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    """Rules judged on the implementation's word alone (reported next to a pass)."""
+    check = next((e for e in events if e["type"] == "journal_check"), None)
+    if check is not None and check.get("fsync_evidence") == "declared":
+        return [(
+            DURABLE,
+            "judged by declaration: over the wire the kit cannot watch fsync, so the "
+            "journal_fsync events are the implementation's own word",
+        )]  # fmt: skip
+    return []

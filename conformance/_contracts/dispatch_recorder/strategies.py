@@ -48,6 +48,9 @@ RULE_ORDER = (
 )  # fmt: skip
 #: Tamperings the journal vocabulary offers; ``swap`` needs two entries.
 TAMPER = ("flip_byte", "delete", "swap", "duplicate", "truncate_bytes")
+#: Tamperings that need the kit's key; what a verifier must then say is the kit's own
+#: reading of the file (the oracle compares), so their ``then`` pins nothing.
+FORGERIES = ("edit", "reencode", "forge", "splice", "append")
 #: Fewer bytes than any entry's line (a signature alone is 128 hex digits): a cut is torn.
 MAX_CUT = 150
 
@@ -210,7 +213,21 @@ class _Sim:
 def _tampering(draw: st.DrawFn, entries: int) -> dict[str, Any]:
     """One tampering of a journal of ``entries`` (at least one) entries."""
     last = entries - 1
-    kind = draw(st.sampled_from([k for k in TAMPER if k != "swap" or entries > 1]))
+    kind = draw(st.sampled_from([*(k for k in TAMPER if k != "swap" or entries > 1), *FORGERIES]))
+    entry = draw(st.integers(0, last))
+    if kind == "edit":
+        field = draw(st.sampled_from(("mutation.tool_name", "mutation.tool_call_id", "seq")))
+        return {kind: {"entry": entry, "field": field, "value": "edited"}}
+    if kind == "reencode":
+        style = draw(st.sampled_from(("spaces", "reordered_keys", "escaped")))
+        return {kind: {"entry": entry, "style": style}}
+    if kind == "forge":
+        signature = draw(st.sampled_from(("valid", "no_domain", "other_domain", "other_key")))
+        return {kind: {"entry": entry, "signature": signature, "rechain": draw(st.booleans())}}
+    if kind == "splice":
+        return {kind: {"entry": entry, "from_entry": draw(st.integers(0, last))}}
+    if kind == "append":
+        return {kind: {}}
     if kind == "flip_byte":  # the default mask 0x01 never turns a byte into an equivalent one
         return {kind: {"entry": draw(st.integers(0, last)), "offset": draw(st.integers(0, 300))}}
     if kind == "swap":
@@ -238,9 +255,12 @@ def _journal_checks(
         anchored = op.get("delete") == entries - 1 or draw(st.booleans())
         when.append({"tamper_journal": op})
         when.append({"verify_journal": {"anchored": True} if anchored else {}})
-        want: dict[str, Any] = {"ok": False, "bad_index": tamper_index(op, entries)}
+        want: dict[str, Any] = {}
+        if next(iter(op)) in TAMPER:
+            want = {"ok": False, "bad_index": tamper_index(op, entries)}
         if "truncate_bytes" in op:
-            want.update(torn_tail=True, entries=entries - 1)
+            # Cutting only the newline leaves a whole entry: damage, not a torn tail.
+            want.update(torn_tail=op["truncate_bytes"] > 1, entries=entries - 1)
         then.append(want)
     return when, then
 

@@ -19,6 +19,7 @@ _LANE = {
     "commit_exit": "recorder",
     "journal_fsync": "recorder",
     "journal_verify": "recorder",
+    "journal_check": "recorder",
     "journal_tampered": "recorder",
     "tool_run": "tool",
     "tool_exit": "tool",
@@ -56,18 +57,36 @@ def render(event: dict[str, Any]) -> str | None:
         return f"  <- {event.get('call')} result {short(event.get('result'), 40)}"
     if kind == "approval":
         return f"approval for {event.get('call')}: {event.get('approved')}"
-    if kind == "journal_fsync":
-        return f"journal fsync ({event.get('durable_bytes')} bytes durable)"
-    if kind == "journal_verify":
-        return f"journal verify ok={event.get('ok')} {event.get('reason') or ''}".rstrip()
-    if kind == "journal_tampered":
-        return f"journal tampered: {event.get('op')}"
+    if kind in ("journal_fsync", "journal_check", "journal_verify", "journal_tampered"):
+        return _journal(kind, event)
     if kind == "cancel_requested":
         return "** cancel **"
     if kind == "gate_released":
         late = " (after the time limit)" if event.get("after_limit") else ""
         return f"gate {event.get('gate')} released{late}"
     return None
+
+
+def _journal(kind: str, event: dict[str, Any]) -> str:
+    if kind == "journal_fsync":
+        if event.get("journal") is False:
+            return f"fsync of ANOTHER file ({event.get('file')}), not the journal"
+        return f"journal fsync ({event.get('durable_bytes')} bytes durable)"
+    if kind == "journal_check":
+        if not event.get("exists"):
+            return "kit reads the journal: no file"
+        verdict = "valid" if event.get("ok") else f"INVALID: {event.get('reason')}"
+        return (
+            f"kit reads the journal ({event.get('entries')} entries, fsyncs "
+            f"{event.get('fsync_evidence')}): {verdict}"
+        )
+    if kind == "journal_tampered":
+        failed = f" (not possible: {event['error']})" if event.get("error") else ""
+        return f"kit tampers: {event.get('op')}{failed}"
+    kit = event.get("kit") or {}
+    says = "valid" if event.get("ok") else f"invalid at {event.get('bad_index')}"
+    wants = "valid" if kit.get("ok") else f"invalid at {kit.get('bad_index')}"
+    return f"verifier says {says} (kit: {wants}) {event.get('reason') or ''}".rstrip()
 
 
 def lanes(trace: list[dict[str, Any]]) -> tuple[list[str], list[str]]:

@@ -2,17 +2,18 @@
 // loop, and records the trace the kit judges (docs/contracts/dispatch-recorder.md, "The
 // trace vocabulary"). The Python kit's conformance/_contracts/dispatch_recorder/driver.py is the model, step for
 // step. With `recorder: {journal: true}` the recorder is this implementation's signed
-// journal (dr/journal.mjs), and the driver applies the kit's tampering operations itself.
+// journal (dr/journal.mjs), written where the kit says (`request.resources.journal`:
+// path, private key file, public key) and signed with the kit's key. The kit reads the
+// file itself, tampers with it, and asks this implementation's verifier about it with
+// `verify_journal` queries (answerQuery below); those steps never reach the driver.
 
 import crypto from "node:crypto";
 import fs from "node:fs";
-import os from "node:os";
-import path from "node:path";
 
 import { Cancelled } from "../woc/chain.mjs";
 import { DriverError } from "../woc/driver.mjs";
 import { OK, RecordError, ToolExecutor, pyRepr, runTurn } from "./executor.mjs";
-import { JournalRecorder, tamper, verifyJournal } from "./journal.mjs";
+import { JournalRecorder, verifyJournal } from "./journal.mjs";
 
 export const WAIT_LIMIT = 10.0;
 export const TURN_LIMIT = 10.0;
@@ -49,6 +50,7 @@ class Run {
   constructor(request) {
     this.given = request.given;
     this.when = request.when;
+    this.resources = request.resources ?? {};
     this.events = [];
     this.gates = new Map();
     this.entered = new Map();
@@ -178,36 +180,34 @@ class Run {
   }
 
   journalRecorder() {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "seamspec-dr-"));
-    const { privateKey, publicKey } = crypto.generateKeyPairSync("ed25519");
-    const file = path.join(dir, "dispatch.journal");
-    let durable = 0;
+    const given = this.resources.journal;
+    if (!given) throw new DriverError("a journal scenario needs resources.journal from the kit (protocol 2)");
+    const file = given.path;
+    const privateKey = crypto.createPrivateKey(fs.readFileSync(given.private_key));
+    // The kit cannot watch fsync over the wire: this hook reports each one (which file it
+    // synced, how many bytes it covers), and the kit judges durability by declaration.
     const fsync = (fd) => {
+      const status = fs.fstatSync(fd);
+      let journal = false;
+      try {
+        const named = fs.statSync(file);
+        journal = named.dev === status.dev && named.ino === status.ino;
+      } catch {
+        journal = false;
+      }
       fs.fsyncSync(fd);
-      durable = fs.fstatSync(fd).size;
-      this.emit("journal_fsync", { durable_bytes: durable });
+      if (journal) this.emit("journal_fsync", { journal: true, durable_bytes: status.size });
+      else this.emit("journal_fsync", { journal: false, file: `descriptor ${fd}`, size: status.size });
     };
     const inner = new JournalRecorder(file, privateKey, { fsync });
-    this.journal = { dir, file, publicKey, inner };
-    const durableEntries = () => ({
-      durable_entries: fs.readFileSync(file).subarray(0, durable).filter((b) => b === 0x0a).length,
-    });
+    this.journal = { inner };
     return {
       record: (mutation, { signal }) => {
         const n = this.records++;
         const fields = { call: mutation.tool_call_id, tool: mutation.tool_name, kind: mutation.kind, payload: mutation };
-        return this.traced("record", n, () => inner.record(mutation), fields, signal, durableEntries);
+        return this.traced("record", n, () => inner.record(mutation), fields, signal);
       },
     };
-  }
-
-  verify(body) {
-    const expectedEntries = body?.anchored ? this.count("record_exit", { outcome: "ok" }) : null;
-    const found = verifyJournal(this.journal.file, this.journal.publicKey, { expectedEntries });
-    this.emit("journal_verify", {
-      ok: found.ok, bad_index: found.badIndex, reason: found.reason, torn_tail: found.tornTail,
-      entries: found.entries.length, mutations: found.entries.map((e) => e.mutation),
-    });
   }
 
   // -- the turn and the steps --------------------------------------------------------
@@ -292,11 +292,6 @@ class Run {
       this.controller.abort(new Cancelled("cancelled by the caller"));
     } else if (verb === "join") {
       await this.waitDone();
-    } else if (verb === "verify_journal") {
-      this.verify(body);
-    } else if (verb === "tamper_journal") {
-      tamper(this.journal.file, body);
-      this.emit("journal_tampered", { op: body });
     } else {
       throw new DriverError(`step ${index}: '${verb}' is not supported by this implementation`);
     }
@@ -308,10 +303,7 @@ class Run {
       for (const [index, step] of this.when.entries()) await this.step(index, step, recorder);
       await this.waitDone();
     } finally {
-      if (this.journal) {
-        this.journal.inner.close();
-        fs.rmSync(this.journal.dir, { recursive: true, force: true });
-      }
+      if (this.journal) this.journal.inner.close(); // the kit reads the file afterwards
     }
     return this.events;
   }
@@ -320,4 +312,14 @@ class Run {
 /** Perform one dispatch-recorder scenario request and return its trace. */
 export function perform(request) {
   return new Run(request).run();
+}
+
+/** Answer the kit's `verify_journal` query: this implementation's verifier on a file. */
+export function answerQuery(name, body) {
+  if (name !== "verify_journal") throw new DriverError(`no query ${JSON.stringify(name)} in dispatch-recorder`);
+  const found = verifyJournal(body.path, Buffer.from(body.public_key, "hex"), { expectedEntries: body.expected_entries ?? null });
+  return {
+    ok: found.ok, bad_index: found.badIndex, reason: found.reason, torn_tail: found.tornTail,
+    mutations: found.entries.map((e) => e.mutation),
+  };
 }

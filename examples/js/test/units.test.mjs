@@ -52,7 +52,7 @@ test("the chain contains failures but not cancellation", async () => {
 });
 
 test("the journal's signature catches an edit of the last entry (the chain cannot)", async () => {
-  const { JournalRecorder, verifyJournal } = await import("../dr/journal.mjs");
+  const { JournalRecorder, rawPublicKey, verifyJournal } = await import("../dr/journal.mjs");
   const crypto = await import("node:crypto");
   const fs = await import("node:fs");
   const os = await import("node:os");
@@ -61,19 +61,34 @@ test("the journal's signature catches an edit of the last entry (the chain canno
   try {
     const file = path.join(dir, "j");
     const { privateKey, publicKey } = crypto.generateKeyPairSync("ed25519");
+    const raw = rawPublicKey(publicKey);
     const journal = new JournalRecorder(file, privateKey);
     await journal.record({ kind: "context_injection", context: "first" });
     await journal.record({ kind: "context_injection", context: "second" });
     journal.close();
-    assert.equal(verifyJournal(file, publicKey).ok, true);
+    assert.equal(verifyJournal(file, raw).ok, true);
     fs.writeFileSync(file, fs.readFileSync(file, "utf8").replace('"second"', '"sekond"'));
-    const found = verifyJournal(file, publicKey);
+    const found = verifyJournal(file, raw);
     assert.equal(found.ok, false);
     assert.equal(found.badIndex, 1);
-    assert.equal(found.reason, "bad signature");
+    assert.equal(found.reason, "entry 1: a signature that does not verify");
+    // A whole last entry whose newline was replaced is damage, not a torn tail.
+    const data = fs.readFileSync(file);
+    data[data.length - 1] ^= 0x01;
+    fs.writeFileSync(file, data);
+    const tail = verifyJournal(file, raw);
+    assert.equal(tail.tornTail, false);
+    assert.equal(tail.badIndex, 1);
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }
+});
+
+test("canonical JSON sorts every key as a string, integer-like ones too", async () => {
+  const { canonical } = await import("../dr/journal.mjs");
+  // Python: json.dumps(v, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+  const value = { b: "é\n", 10: 1, 9: [true, null, { z: 1, a: "\u2028" }] };
+  assert.equal(canonical(value).toString("utf8"), '{"10":1,"9":[true,null,{"a":"\u2028","z":1}],"b":"é\\n"}');
 });
 
 test("the sandbox check follows links, dangling ones too, and denies by parent folder", async () => {

@@ -1,0 +1,122 @@
+"""The DR oracle's journal findings on hand-made traces: one per branch that no shipped
+mutant reaches in the natural course (a missing kit check, no file, entries from
+nowhere, durable bytes cut or changed afterwards) and the messages users read first."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from seamspec.conformance._contracts.dispatch_recorder.oracle_journal import (
+    caveats,
+    check_journal,
+)
+
+A = {"kind": "context_injection", "tool_call_id": "c1", "tool_name": "shell", "context": "x"}
+B = {"kind": "context_injection", "tool_call_id": "c2", "tool_name": "shell", "context": "y"}
+
+
+def _records(*payloads: dict[str, Any]) -> list[dict[str, Any]]:
+    return [
+        {
+            "enter": {"n": n, "call": p["tool_call_id"], "payload": p},
+            "exit": {"n": n, "outcome": "ok"},
+        }
+        for n, p in enumerate(payloads)
+    ]
+
+
+def _check(**fields: Any) -> dict[str, Any]:
+    base = {"type": "journal_check", "exists": True, "fsync_evidence": "observed", "ok": True,
+            "reason": None, "mutations": [A], "ends": [100], "size": 100,
+            "rewritten_after_fsync": []}  # fmt: skip
+    return {**base, **fields}
+
+
+def _events(
+    records: list[dict[str, Any]], *before_exit: dict[str, Any], check: dict[str, Any]
+) -> list[dict[str, Any]]:
+    events: list[dict[str, Any]] = []
+    for r in records:
+        events.append({"type": "record_enter", **r["enter"]})
+        events.extend(before_exit)
+        events.append(r["exit"] | {"type": "record_exit"})
+    # The oracle matches exits by identity: hand it the very dicts it will see.
+    for r, e in zip(records, [e for e in events if e["type"] == "record_exit"], strict=True):
+        r["exit"] = e
+    return [*events, check]
+
+
+def _rules(out: list[tuple[str, str]]) -> list[str]:
+    return [rule for rule, _ in out]
+
+
+FSYNC = {"type": "journal_fsync", "journal": True, "durable_bytes": 100}
+
+
+def test_a_good_journal_gives_no_finding() -> None:
+    records = _records(A)
+    assert check_journal(records, _events(records, FSYNC, check=_check())) == []
+
+
+def test_no_kit_check_and_no_file() -> None:
+    assert _rules(check_journal(_records(A), [])) == ["DR-JOURNAL-FORMAT"]
+    out = check_journal(_records(A), [_check(exists=False)])
+    assert "wrote no journal" in out[0][1]
+
+
+def test_entries_from_nowhere() -> None:
+    records = _records(A)
+    check = _check(mutations=[A, B], ends=[100, 200], size=200)
+    out = check_journal(records, _events(records, FSYNC, check=check))
+    assert out == [("DR-JOURNAL-FORMAT", out[0][1])]
+    assert "no record call carried" in out[0][1]
+
+
+def test_no_fsync_at_all_says_where_durability_must_go() -> None:
+    records = _records(A)
+    out = check_journal(records, _events(records, check=_check()))
+    assert _rules(out) == ["DR-JOURNAL-DURABLE"]
+    assert "no fsync at all" in out[0][1]
+
+
+def test_an_fsync_of_another_file_is_named() -> None:
+    records = _records(A)
+    other = {"type": "journal_fsync", "journal": False, "file": "padding", "size": 4096}
+    out = check_journal(records, _events(records, other, check=_check()))
+    assert "another file (padding)" in out[0][1]
+
+
+def test_durable_bytes_cut_or_changed_afterwards() -> None:
+    records = _records(A)
+    cut = check_journal(records, _events(records, FSYNC, check=_check(size=60, ends=[60])))
+    assert any("cut off" in message for _, message in cut)
+    changed = check_journal(
+        records, _events(records, FSYNC, check=_check(rewritten_after_fsync=[0]))
+    )
+    assert _rules(changed) == ["DR-JOURNAL-DURABLE"]
+    assert "changed afterwards" in changed[0][1]
+
+
+def test_a_verdict_that_differs_from_the_kits() -> None:
+    records = _records(A)
+    kit = {
+        "ok": False,
+        "bad_index": 0,
+        "torn_tail": False,
+        "reason": "entry 0 ...",
+        "mutations": [],
+    }
+    says = {"type": "journal_verify", "ok": True, "bad_index": None, "torn_tail": False,
+            "mutations": [A], "entries": 1, "kit": kit}  # fmt: skip
+    events = _events(records, FSYNC, check=_check())
+    out = check_journal(records, [*events, {"type": "journal_tampered", "op": {"delete": 0}}, says])
+    assert out == [("DR-JOURNAL-VERIFY", out[0][1])]
+    assert out[0][1].startswith(
+        "after {'delete': 0}, the kit reads the journal as invalid at entry 0"
+    )
+
+
+def test_durability_over_the_wire_is_a_caveat() -> None:
+    assert caveats([_check(fsync_evidence="declared")])[0][0] == "DR-JOURNAL-DURABLE"
+    assert caveats([_check()]) == []
+    assert caveats([]) == []

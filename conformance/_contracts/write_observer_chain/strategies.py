@@ -178,8 +178,10 @@ def woc_scenarios(draw: st.DrawFn) -> dict[str, Any]:
         # about two limits, 2 s, so it must return within 3.5 s (WOC-SLOW-BOUNDED), far
         # from the 4 s of a chain that cuts hooks off only at twice the limit.
         others = [leaf for leaf in scripted if leaf is not sleeper]
-        if others and draw(st.booleans()):
-            sleepers.append(draw(st.sampled_from(others)))
+        if others:
+            second: bool = draw(st.booleans())
+            if second:
+                sleepers.append(draw(st.sampled_from(others)))
         for leaf in sleepers:
             leaf["before_write"], leaf["after_write"] = {"hang": True}, {"hang": True}
         given["hook_time_limit"] = 1.0

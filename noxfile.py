@@ -11,7 +11,16 @@ from pathlib import Path
 
 import nox
 
-nox.options.sessions = ["lint", "typecheck", "conformance", "mutants", "fuzz", "browser", "tests"]
+nox.options.sessions = [
+    "lint",
+    "typecheck",
+    "conformance",
+    "rust",
+    "mutants",
+    "fuzz",
+    "browser",
+    "tests",
+]
 nox.options.error_on_missing_interpreters = True
 
 PYTHON = "3.11"
@@ -73,6 +82,38 @@ def conformance(session: nox.Session) -> None:
         session.run(
             "seamspec", "report", "badge", path, "-o", f"reports/{Path(path).stem}.badge.json"
         )
+
+
+RUST_EXAMPLE = "examples/rust"
+RUST_IMPL = f"{RUST_EXAMPLE}/target/release/seamspec-rust-impl"
+
+
+@nox.session(python=PYTHON)
+def rust(session: nox.Session) -> None:
+    """The Rust example (examples/rust), built offline and judged over the wire protocol.
+
+    Default profile: it must conform (every shell-output scenario passes or is skipped
+    for the one feature it does not declare). Strict profile: its differences must be
+    exactly those its manifest lists (``--expect ... --strict`` fails on any other
+    failure and on a listed scenario that passes).
+    """
+    if shutil.which("cargo") is None:
+        session.skip("cargo is not installed: SKIPPED the Rust example (examples/rust)")
+    manifest = ["--manifest-path", f"{RUST_EXAMPLE}/Cargo.toml"]
+    session.run("cargo", "build", "--offline", "--release", *manifest, external=True)
+    session.run("cargo", "test", "--offline", "--release", "-q", *manifest, external=True)
+    session.install(".")
+    common = ["--impl-cmd", RUST_IMPL, "--contract", "shell-output", "--strict-protocol", "-q"]
+    session.run(
+        "seamspec", "run", *common, "--report-json", "reports/rust.json",
+        "--junit-xml", "reports/rust.xml",
+    )  # fmt: skip
+    session.run(
+        "seamspec", "run", *common, "--profile", "strict",
+        "--expect", f"{RUST_EXAMPLE}/known-failures.yaml", "--strict",
+        "--report-json", "reports/rust-strict.json",
+    )  # fmt: skip
+    session.run("python", "-m", "tests.rust_report", "reports/rust.json")
 
 
 @nox.session(python=PYTHON)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from seamspec._output import error
+from seamspec._output import count, error, output_problems, seconds
 from seamspec._progress import Counter
 from seamspec._wire_cli import add_run_options, make_adapter, runner_timeout
 from seamspec.conformance import Adapter
@@ -44,7 +44,11 @@ def add_fuzz_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     fuzz.add_argument("--contract", action="append", choices=CONTRACTS, help="only this contract")
     fuzz.add_argument(
-        "--examples", type=int, default=200, metavar="N", help="examples per contract (200)"
+        "--examples",
+        type=count(1, 1_000_000),
+        default=200,
+        metavar="N",
+        help="examples per contract (200)",
     )
     fuzz.add_argument("--seed", type=int, metavar="S", help="fix hypothesis's seed to repeat a run")
     fuzz.add_argument(
@@ -61,7 +65,7 @@ def add_fuzz_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     fuzz.add_argument(
         "--timeout",
-        type=float,
+        type=seconds,
         default=DEFAULT_TIMEOUT,
         metavar="SECONDS",
         help=f"time limit for one generated scenario (default {DEFAULT_TIMEOUT:g}; a hang "
@@ -98,22 +102,24 @@ def _stop_on_sigterm() -> None:
 def cmd_fuzz(args: argparse.Namespace, console: Console) -> int:
     """Exit 1 when a generated scenario fails or errors (after shrinking), or nothing was
     fuzzed; 0 when every fuzzed contract passed (warnings are reported, as run does)."""
+    from seamspec.conformance._implementations import implementation_info
     from seamspec.conformance._quality.fuzz import FuzzUnavailable, strategies
 
+    for problem in output_problems([("--save-failures", args.save_failures)], folders=True):
+        error(problem)
+        return 2
     try:
         available = strategies()
     except FuzzUnavailable as problem:
         error(problem)
-        return 2
-    if args.examples < 1:
-        error(f"--examples must be at least 1, not {args.examples}")
         return 2
     contracts = args.contract or list(available)
     adapter = make_adapter(args)
     _stop_on_sigterm()
     tally = _Tally()
     try:
-        info = adapter.info()
+        what = f"--impl-cmd {args.impl_cmd}" if args.impl_cmd is not None else f"--impl {args.impl}"
+        info = implementation_info(adapter, what)
         for contract in contracts:
             if contract not in available:
                 tally.skip(console, contract, "no scenario generator yet")

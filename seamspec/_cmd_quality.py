@@ -14,6 +14,7 @@ from rich.console import Console
 from rich.table import Table
 
 from seamspec._cmd_fuzz import add_fuzz_parser
+from seamspec._output import MAX_JOBS, count, error, output_problems
 from seamspec._progress import Counter
 from seamspec.conformance import catalogue, load_scenarios, rule_coverage
 from seamspec.conformance._core.catalogue import CONTRACTS
@@ -32,7 +33,12 @@ def add_quality_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]
         "--report-json", type=Path, metavar="PATH", help="write the kill matrix as JSON"
     )
     mutants.add_argument(
-        "-j", "--jobs", type=int, default=1, metavar="N", help="mutants in N processes (0: per CPU)"
+        "-j",
+        "--jobs",
+        type=count(0, MAX_JOBS, zero="one per CPU"),
+        default=1,
+        metavar="N",
+        help="mutants in N processes (0: per CPU)",
     )
     mutants.set_defaults(func=cmd_mutants)
 
@@ -58,6 +64,9 @@ def coverage_problems(contract: str | None = None) -> list[str]:
 
 def cmd_mutants(args: argparse.Namespace, console: Console) -> int:
     """Exit 1 if any mutant survives or is caught only by scenarios not citing its rule."""
+    for problem in output_problems([("--report-json", args.report_json)]):
+        error(problem)
+        return 2
     scenarios = load_scenarios()
     jobs = args.jobs or os.cpu_count() or 1
     counter = Counter(len(mutant_names(args.contract)))

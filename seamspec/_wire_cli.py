@@ -15,6 +15,7 @@ from typing import Any
 
 from rich.console import Console
 
+from seamspec._output import command_line, count, seconds
 from seamspec.conformance import (
     Adapter,
     Runner,
@@ -50,7 +51,7 @@ def _add_wire_options(
 ) -> None:
     parser.add_argument(
         "--request-timeout",
-        type=float,
+        type=seconds,
         metavar="SECONDS",
         help="with --impl-cmd: time limit for one answer; the child is killed and restarted "
         "past it (default: --timeout)",
@@ -62,7 +63,7 @@ def _add_wire_options(
     )
     parser.add_argument(
         "--max-restarts",
-        type=int,
+        type=count(0, 1000),
         default=max_restarts,
         metavar="N",
         help=f"with --impl-cmd: {restarts_help} (default {max_restarts})",
@@ -79,6 +80,7 @@ def add_run_options(
     """
     impl.add_argument(
         "--impl-cmd",
+        type=command_line,
         metavar="COMMAND",
         help="a command that starts an implementation speaking the wire protocol "
         '(docs/protocol.md), e.g. "node examples/js/seamspec-impl.mjs"',
@@ -120,20 +122,31 @@ def add_commands(sub: Any) -> None:
     )
     smoke.add_argument(
         "--impl-cmd",
+        type=command_line,
         required=True,
         metavar="COMMAND",
         help="the command that starts the implementation (required)",
     )
     smoke.add_argument(
-        "--timeout", type=float, default=60.0, metavar="SECONDS", help="time limit for one scenario"
+        "--timeout",
+        type=seconds,
+        default=60.0,
+        metavar="SECONDS",
+        help="time limit for one scenario",
     )
     _add_wire_options(smoke)
     smoke.set_defaults(func=cmd_smoke)
 
 
 def _terminate_on_sigterm() -> None:
-    """Turn SIGTERM into SystemExit, so ``finally`` blocks kill the child's process group."""
-    if threading.current_thread() is threading.main_thread():
+    """Turn SIGTERM into SystemExit, so ``finally`` blocks kill the child's process group.
+
+    Unless SIGTERM is handled already (the ``seamspec`` command does, in _signals.py).
+    """
+    if (
+        threading.current_thread() is threading.main_thread()
+        and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+    ):
 
         def stop(signum: int, _frame: object) -> None:
             raise SystemExit(128 + signum)
@@ -219,6 +232,13 @@ def _trivial(scenarios: list[Scenario], contract: str, features: tuple[str, ...]
 
 def cmd_smoke(args: argparse.Namespace, console: Console) -> int:
     """Say exactly what is wrong with a new implementation, one check at a time."""
+    from seamspec._run_scope import run_scope
+
+    with run_scope():
+        return _smoke(args, console)
+
+
+def _smoke(args: argparse.Namespace, console: Console) -> int:
     problems = 0
 
     def report(ok: bool, what: str, detail: str = "") -> None:

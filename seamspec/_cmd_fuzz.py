@@ -101,7 +101,18 @@ def _stop_on_sigterm() -> None:
 
 def cmd_fuzz(args: argparse.Namespace, console: Console) -> int:
     """Exit 1 when a generated scenario fails or errors (after shrinking), or nothing was
-    fuzzed; 0 when every fuzzed contract passed (warnings are reported, as run does)."""
+    fuzzed; 0 when every fuzzed contract passed (warnings are reported, as run does).
+
+    Inside the run scope, as ``run`` is: an implementation that crashes leaves its
+    grandchildren to the kit (a child subreaper), and they end with the fuzzing.
+    """
+    from seamspec._run_scope import run_scope
+
+    with run_scope():
+        return _fuzz(args, console)
+
+
+def _fuzz(args: argparse.Namespace, console: Console) -> int:
     from seamspec.conformance._implementations import implementation_info
     from seamspec.conformance._quality.fuzz import FuzzUnavailable, strategies
 

@@ -200,12 +200,15 @@ def test_a_single_writer_fails_a_batch_from_the_failed_signature_on(
     gated.gates[0].set()
     assert all(event.wait(LIMIT) for event in done[:4])
     assert [entry.durable for entry in entries] == [True, True, False, False]
-    assert entries[2].error is not None and "refusing entry 2" in entries[2].error
-    assert entries[3].error is not None and "entry 2, which it was chained to" in entries[3].error
+    assert entries[2].error is not None
+    assert "refusing entry 2" in entries[2].error
+    assert entries[3].error is not None
+    assert "entry 2, which it was chained to" in entries[3].error
     assert writer.next_seq == 2, "the chain must roll back to the failed entry's place"
     after = writer.submit(_mutation("c4"), _run_now, done[4].set)
     assert done[4].wait(LIMIT)
-    assert after.durable and after.seq == 2
+    assert after.durable
+    assert after.seq == 2
     writer.close()
     os.close(writer.fd)
     found = scan_journal(path.read_bytes(), signer.public_key)

@@ -11,8 +11,20 @@ from pathlib import Path
 
 import nox
 
-nox.options.sessions = ["lint", "typecheck", "conformance", "mutants", "fuzz", "browser", "tests"]
+nox.options.sessions = [
+    "lint",
+    "typecheck",
+    "conformance",
+    "rust",
+    "mutants",
+    "fuzz",
+    "browser",
+    "tests",
+]
 nox.options.error_on_missing_interpreters = True
+# uv builds each session's environment in seconds where pip takes a minute or more, which
+# was most of CI's time; plain virtualenv + pip when uv is not installed (.ci/run installs it).
+nox.options.default_venv_backend = "uv|virtualenv"
 
 PYTHON = "3.11"
 
@@ -21,7 +33,9 @@ PYTHON = "3.11"
 def tests(session: nox.Session) -> None:
     """The kit's own tests (reference, loader, oracles, CLI, plugin, mutants)."""
     session.install("-e", ".[test]")
-    session.run("pytest", "-n", "2", *session.posargs)
+    # The browser tests are the browser session's; the slowest tests are listed so that a
+    # CI log shows where the time goes.
+    session.run("pytest", "-n", "2", "-m", "not browser", "--durations=25", *session.posargs)
 
 
 @nox.session(python=PYTHON)
@@ -53,6 +67,10 @@ def conformance(session: nox.Session) -> None:
             "run",
             "--impl-cmd",
             "node examples/js/seamspec-impl.mjs",
+            # Four copies of the example side by side (each worker starts its own): the
+            # scenarios mostly wait, and the example keeps nothing between them.
+            "-j",
+            "4",
             "--strict-protocol",
             "--expect",
             "examples/js/known-failures.yaml",
@@ -75,12 +93,65 @@ def conformance(session: nox.Session) -> None:
         )
 
 
+RUST_EXAMPLE = "examples/rust"
+RUST_IMPL = f"{RUST_EXAMPLE}/target/release/seamspec-rust-impl"
+
+
+@nox.session(python=PYTHON)
+def rust(session: nox.Session) -> None:
+    """The Rust example (examples/rust), built offline and judged over the wire protocol.
+
+    Default profile: it must conform (every shell-output scenario passes or is skipped
+    for the one feature it does not declare). Strict profile: its differences must be
+    exactly those its manifest lists (``--expect ... --strict`` fails on any other
+    failure and on a listed scenario that passes).
+    """
+    if shutil.which("cargo") is None:
+        session.skip("cargo is not installed: SKIPPED the Rust example (examples/rust)")
+    manifest = ["--manifest-path", f"{RUST_EXAMPLE}/Cargo.toml"]
+    session.run("cargo", "build", "--offline", "--release", *manifest, external=True)
+    session.run("cargo", "test", "--offline", "--release", "-q", *manifest, external=True)
+    session.install(".")
+    common = ["--impl-cmd", RUST_IMPL, "--contract", "shell-output", "--strict-protocol", "-q"]
+    session.run(
+        "seamspec", "run", *common, "--report-json", "reports/rust.json",
+        "--junit-xml", "reports/rust.xml",
+    )  # fmt: skip
+    session.run(
+        "seamspec", "run", *common, "--profile", "strict",
+        "--expect", f"{RUST_EXAMPLE}/known-failures.yaml", "--strict",
+        "--report-json", "reports/rust-strict.json",
+    )  # fmt: skip
+    session.run("python", "-m", "tests.rust_report", "reports/rust.json")
+
+
 @nox.session(python=PYTHON)
 def mutants(session: nox.Session) -> None:
     """Proof that the suite catches bugs: every mutant killed, every MUST rule covered."""
-    session.install(".[trio]")
+    session.install(".[trio,mutation]")
     session.run("seamspec", "rules", "--coverage")
-    session.run("seamspec", "mutants", "-j", "2", "--report-json", "reports/kill-matrix.json")
+    session.run("seamspec", "mutants", "--report-json", "reports/kill-matrix.json")
+    # A fixed sample of the cosmic-ray run (nox -s mutation), so that a change that lets a
+    # mutant survive, or makes an equivalents entry stale, fails CI too: 8 seeded
+    # mutants of the executor, judged by the dispatch-recorder scenarios (about 30 s:
+    # 15 s of CPU).
+    session.run(
+        "python", "mutation/run.py", "--module", "_dispatch_recorder/executor.py",
+        "--sample", "8", "--seed", "20261201", "--jobs", "1",
+    )  # fmt: skip
+
+
+@nox.session(python=PYTHON)
+def mutation(session: nox.Session) -> None:
+    """cosmic-ray over the reference modules that decide the rules, judged by the suite.
+
+    Not a default session: it runs the contract's scenarios once per mutant (about an
+    hour on 2 cores). Prints the per-module table; ``nox -s mutation -- --update-doc
+    docs/quality.md`` also rewrites the table in the docs. CI runs a fixed sample of it in
+    the ``mutants`` session. See mutation/run.py and docs/quality.md.
+    """
+    session.install(".[trio,mutation]")
+    session.run("python", "mutation/run.py", "--jobs", "2", *session.posargs)
 
 
 @nox.session(python=PYTHON)
@@ -119,7 +190,13 @@ def browser(session: nox.Session) -> None:
         )
     session.install("-e", ".[test]")
     session.run(
-        "pytest", "-m", "browser", "-p", "no:cacheprovider", env={"SEAMSPEC_REQUIRE_BROWSER": "1"}
+        "pytest",
+        "-m",
+        "browser",
+        "-p",
+        "no:cacheprovider",
+        "tests/test_html_browser.py",
+        env={"SEAMSPEC_REQUIRE_BROWSER": "1"},
     )
 
 
@@ -150,7 +227,7 @@ def typecheck(session: nox.Session) -> None:
     session.install(".[typecheck]", "nox")
     with session.chdir(session.create_tmp()):
         session.run("mypy", "-p", "seamspec")
-    session.run("mypy", "tests", "noxfile.py", "docs/examples", "benchmarks")
+    session.run("mypy", "tests", "noxfile.py", "docs/examples", "benchmarks", "mutation")
 
 
 @nox.session(python=PYTHON)
@@ -171,10 +248,20 @@ def bench(session: nox.Session) -> None:
     """Benchmarks (not part of the default sessions): every figure of docs/benchmarks.md.
 
     Each figure is a ratio against its limit measured in the same run, per round, in
-    short alternating blocks; each script prints per-run medians with their spread and
-    the median over 5 runs. Options after ``--`` go to the shell-output benchmark, e.g.
-    ``nox -s bench -- --runs 9``. Reports nothing as a failure: these are measurements.
+    short alternating blocks, with its spread. Each script writes what it prints to
+    benchmarks/results/<script>.txt, which docs/benchmarks.md quotes (tests/
+    test_benchmarks.py checks the quotes). ``nox -s bench -- suite_bench`` runs one
+    script; ``-- --quick`` a tiny run of each, which writes no file. Reports nothing as
+    a failure but a flaky suite (flake_check): these are measurements.
     """
-    session.install(".")
-    session.run("python", "benchmarks/soo_bench.py", *session.posargs)
-    session.run("python", "benchmarks/dr_bench.py")
+    session.install(".[trio]")
+    names = [a for a in session.posargs if not a.startswith("-")] or [
+        "suite_bench",
+        "flake_check",
+        "wire_bench",
+        "soo_bench",
+        "dr_bench",
+    ]
+    options = [a for a in session.posargs if a.startswith("-")]
+    for name in names:
+        session.run("python", f"benchmarks/{name}.py", *options)

@@ -28,6 +28,7 @@ process's: the signing service's own CPU is not in them): they change little wit
 machine's load, where records/s change a lot.
 
     python benchmarks/dr_bench.py [--records 40] [--rounds 40] [--runs 5] [--dir PATH]
+    python benchmarks/dr_bench.py --quick      # a tiny run; see benchmarks/_record.py
 
 ``--dir`` should be on the file system you care about: on tmpfs fsync costs nothing and
 the ratios mean little.
@@ -50,6 +51,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import _record
 import anyio
 
 from seamspec.reference import (
@@ -405,5 +407,8 @@ def main() -> int:
     return 0
 
 
+#: --quick: one run of two rounds of small blocks.
+QUICK = ["--runs", "1", "--rounds", "2", "--records", "8"]
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(_record.run(main, __file__, QUICK))

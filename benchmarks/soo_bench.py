@@ -1,6 +1,7 @@
 """What live observation costs: the reference shell runner, measured side by side.
 
     python benchmarks/soo_bench.py [--runs 5] [--rounds 24] [--mib 64]
+    python benchmarks/soo_bench.py --quick     # a tiny run; see benchmarks/_record.py
 
 Every figure is a ratio against its own limit, measured in the same run: each round runs
 the compared commands one after the other (short blocks, a few tens of milliseconds), the
@@ -39,6 +40,7 @@ import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
+import _record
 import anyio
 
 from seamspec.reference import ShellOutputStream, ShellRunner
@@ -334,5 +336,9 @@ def main() -> int:
     return 0
 
 
+#: --quick: one run of two rounds of 4 MiB commands.
+QUICK = ["--runs", "1", "--rounds", "2", "--mib", "4"]
+
 if __name__ == "__main__":
-    sys.exit(main())
+    # The memory probe is this script run in a fresh process: it prints data, not results.
+    sys.exit(main() if "--memory-probe" in sys.argv else _record.run(main, __file__, QUICK))

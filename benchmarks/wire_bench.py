@@ -4,7 +4,8 @@ Both sides run the same scenarios with the same reference implementation; the on
 difference is the protocol (a child process, JSON lines both ways, the handshake and the
 stop). Runs alternate so that machine noise hits both sides alike; medians are reported.
 
-    python benchmarks/wire_bench.py [--runs 5] [--strict]
+    python benchmarks/wire_bench.py [--runs 5] [--strict] [-k PATTERN]
+    python benchmarks/wire_bench.py --quick    # a tiny run; see benchmarks/_record.py
 
 Target: ratio (wire / in-process) <= 1.3.
 """
@@ -16,6 +17,9 @@ import statistics
 import sys
 import time
 
+import _record
+
+from seamspec._cmd_run import select
 from seamspec.conformance import Runner, Scenario, load_scenarios
 from seamspec.conformance._implementations import reference_adapter
 from seamspec.conformance._wire.client import WireAdapter
@@ -48,8 +52,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--strict", action="store_true", help="validate every message")
+    parser.add_argument("-k", dest="pattern", help="only the scenarios -k selects")
     args = parser.parse_args()
-    scenarios = load_scenarios()
+    scenarios = select(load_scenarios(), None, args.pattern)
     local_times: list[float] = []
     wire_times: list[float] = []
     for run in range(args.runs):
@@ -72,5 +77,8 @@ def main() -> int:
     return 0
 
 
+#: --quick: one run of a few scenarios.
+QUICK = ["--runs", "1", "-k", "join"]
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(_record.run(main, __file__, QUICK))

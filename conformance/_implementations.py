@@ -12,10 +12,11 @@ import importlib
 import importlib.util
 import os
 import sys
+import traceback
 from types import ModuleType
 
 from seamspec import __version__
-from seamspec.conformance._core.adapter import Adapter
+from seamspec.conformance._core.adapter import Adapter, ImplementationInfo
 from seamspec.conformance._core.errors import AdapterLoadError
 from seamspec.conformance._core.python_adapter import ContractDriver, PythonAdapter
 from seamspec.conformance._core.registry import rooms
@@ -25,6 +26,7 @@ from seamspec.conformance._quality.mutants import all_mutants, mutant_adapter
 __all__ = [
     "BUILTIN_ADAPTERS",
     "asyncio_adapter",
+    "implementation_info",
     "load_adapter",
     "reference_adapter",
     "reference_drivers",
@@ -43,6 +45,7 @@ def reference_adapter(backend: str = "asyncio") -> PythonAdapter:
         version=__version__,
         drivers=reference_drivers(),
         backend=backend,
+        concurrent=True,
     )
 
 
@@ -85,6 +88,34 @@ def _import_module(name: str) -> ModuleType:
     return importlib.import_module(name)
 
 
+def _where(error: BaseException) -> str:
+    """`` (at FILE:LINE)``: the innermost frame of the traceback, where the user's code failed."""
+    frames = traceback.extract_tb(error.__traceback__)
+    return f" (at {frames[-1].filename}:{frames[-1].lineno})" if frames else ""
+
+
+def implementation_info(adapter: Adapter, name: str) -> ImplementationInfo:
+    """``adapter.info()``, or :class:`AdapterLoadError` saying what went wrong in it.
+
+    Without its info the kit cannot tell what the implementation declares, so nothing can
+    be judged: a usage error (exit 2), not a conformance failure.
+    """
+    try:
+        info = adapter.info()
+    except (AdapterLoadError, KeyboardInterrupt):
+        raise
+    except (Exception, SystemExit) as error:
+        raise AdapterLoadError(
+            f"{name}: the adapter's info() raised {type(error).__name__}: {error}{_where(error)}"
+        ) from error
+    if not isinstance(info, ImplementationInfo):
+        raise AdapterLoadError(
+            f"{name}: the adapter's info() returned a {type(info).__name__}, "
+            "not an ImplementationInfo"
+        )
+    return info
+
+
 def load_adapter(spec: str) -> Adapter:
     """Load ``reference``, ``reference-trio``, ``mutant:NAME`` or ``package.module:attribute``.
 
@@ -118,6 +149,11 @@ def load_adapter(spec: str) -> Adapter:
             "  hint: install your package in the same environment as seamspec, or run from "
             "the folder that contains it"
         ) from error
+    except (Exception, SystemExit) as error:  # the module's own code failed as it ran
+        raise AdapterLoadError(
+            f"--impl {spec!r}: importing module {module_name!r} raised "
+            f"{type(error).__name__}: {error}{_where(error)}"
+        ) from error
     try:
         obj = getattr(module, attribute)
     except AttributeError:
@@ -129,9 +165,10 @@ def load_adapter(spec: str) -> Adapter:
             obj = obj()
         except AdapterLoadError:
             raise
-        except Exception as error:
+        except (Exception, SystemExit) as error:
             raise AdapterLoadError(
-                f"--impl {spec!r}: calling {attribute}() to build the adapter failed: {error!r}"
+                f"--impl {spec!r}: calling {attribute}() to build the adapter failed: "
+                f"{error!r}{_where(error)}"
             ) from error
     if not isinstance(obj, Adapter):
         raise AdapterLoadError(

@@ -1,3 +1,4 @@
-from seamspec._cli import main
+# The entry point handles Ctrl-C before it imports the kit (see seamspec/_entry.py).
+from seamspec._entry import main
 
 raise SystemExit(main())

@@ -9,6 +9,7 @@ kit's exceptions to exit codes and messages.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 
@@ -61,11 +62,20 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+class _Console(Console):
+    """rich's Console, leaving a closed stdout to :func:`main` (rich would exit 1: the code
+    for "the thing checked is wrong")."""
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True
+        raise BrokenPipeError
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     # CI logs are not terminals: give tables room instead of rich's 80-column default.
     width = None if sys.stdout.isatty() else 160
-    console = Console(highlight=False, soft_wrap=True, width=width)
+    console = _Console(highlight=False, soft_wrap=True, width=width)
     try:
         code: int = args.func(args, console)
         return code
@@ -83,3 +93,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         error("interrupted")
         return 130
+    except BrokenPipeError:
+        return _reader_gone()
+
+
+#: The shell's status for a process ended by SIGPIPE (128 + 13), as `yes | head` gives.
+EXIT_PIPE = 141
+
+
+def _reader_gone() -> int:
+    """The reader of stdout went away (``seamspec rules --json | head -1``): stop quietly.
+
+    stdout is pointed at /dev/null so that the interpreter's last flush of the buffered
+    bytes nobody reads cannot raise again on the way out.
+    """
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):  # not a real file (an embedding caller)
+        pass
+    return EXIT_PIPE

@@ -96,7 +96,8 @@ def cmd_explain(args: argparse.Namespace, console: Console) -> int:
         for s in citing:
             console.print(f"  {s.id}: {s.title}", highlight=False, markup=False)
         console.print(
-            f"\nsee docs/contracts/{rule.contract}.md; `seamspec explain SCENARIO` draws a timeline"
+            f"\nsee {catalogue().contracts[rule.contract].docs}; "
+            "`seamspec explain SCENARIO` draws a timeline"
         )
         return 0
     assert found is not None

@@ -10,11 +10,17 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from seamspec._output import error
+from seamspec._output import MAX_JOBS, count, error, output_problems
 from seamspec._progress import Counter
 from seamspec.conformance import catalogue, load_scenarios, rule_coverage
 from seamspec.conformance._core.catalogue import CONTRACTS
-from seamspec.conformance._quality.kill_matrix import MutantOutcome, kill_matrix, mutant_names
+from seamspec.conformance._core.suggest import did_you_mean
+from seamspec.conformance._quality.kill_matrix import (
+    SIDE_BY_SIDE,
+    MutantOutcome,
+    kill_matrix,
+    mutant_names,
+)
 from seamspec.conformance._quality.mutants import all_mutants
 
 __all__ = ["add_quality_parsers", "coverage_problems"]
@@ -29,7 +35,18 @@ def add_quality_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]
         "--report-json", type=Path, metavar="PATH", help="write the kill matrix as JSON"
     )
     mutants.add_argument(
-        "-j", "--jobs", type=int, default=1, metavar="N", help="mutants in N processes (0: per CPU)"
+        "--mutant",
+        action="append",
+        metavar="NAME",
+        help="only this mutant (repeatable; `seamspec run --impl mutant:NAME` shows it fail)",
+    )
+    mutants.add_argument(
+        "-j",
+        "--jobs",
+        type=count(0, MAX_JOBS, zero="one per CPU"),
+        default=SIDE_BY_SIDE,
+        metavar="N",
+        help=f"mutants judged at once, in threads (default {SIDE_BY_SIDE}; 0: one per CPU)",
     )
     mutants.set_defaults(func=cmd_mutants)
 
@@ -41,7 +58,11 @@ def add_quality_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]
     )
     fuzz.add_argument("--contract", action="append", choices=CONTRACTS, help="only this contract")
     fuzz.add_argument(
-        "--examples", type=int, default=200, metavar="N", help="examples per contract (200)"
+        "--examples",
+        type=count(1, 1_000_000),
+        default=200,
+        metavar="N",
+        help="examples per contract (200)",
     )
     fuzz.add_argument("--seed", type=int, metavar="S", help="fix hypothesis's seed to repeat a run")
     fuzz.add_argument(
@@ -72,11 +93,29 @@ def coverage_problems(contract: str | None = None) -> list[str]:
 
 def cmd_mutants(args: argparse.Namespace, console: Console) -> int:
     """Exit 1 if any mutant survives or is caught only by scenarios not citing its rule."""
+    for problem in output_problems([("--report-json", args.report_json)]):
+        error(problem)
+        return 2
     scenarios = load_scenarios()
     jobs = args.jobs or os.cpu_count() or 1
-    counter = Counter(len(mutant_names(args.contract)))
+    names = mutant_names(args.contract)
+    if args.mutant:
+        unknown = [n for n in args.mutant if n not in all_mutants()]
+        if unknown:
+            guess = did_you_mean(unknown[0], all_mutants())
+            error(
+                f"--mutant {unknown[0]!r}: no such mutant"
+                + (f"; {guess}" if guess else "")
+                + " (the kill matrix in docs/quality.md lists them)"
+            )
+            return 2
+        names = [n for n in names if n in args.mutant]
+        if not names:
+            error("no mutant matches both --mutant and --contract")
+            return 2
+    counter = Counter(len(names))
     console.print(
-        f"{counter.total} mutants against {len(scenarios)} scenarios, {jobs} job(s)",
+        f"{counter.total} mutants against {len(scenarios)} scenarios, {jobs} at a time",
         highlight=False,
     )
 
@@ -90,7 +129,9 @@ def cmd_mutants(args: argparse.Namespace, console: Console) -> int:
             highlight=False,
         )
 
-    outcomes = kill_matrix(scenarios, contracts=args.contract, jobs=jobs, on_outcome=progress)
+    outcomes = kill_matrix(
+        scenarios, contracts=args.contract, names=names, jobs=jobs, on_outcome=progress
+    )
     table = Table(
         "mutant", "breaks", "killed by (citing the rule)", "also killed by", title="kill matrix"
     )
@@ -120,8 +161,12 @@ def cmd_mutants(args: argparse.Namespace, console: Console) -> int:
 def cmd_fuzz(args: argparse.Namespace, console: Console) -> int:
     """Exit 1 when a generated scenario fails (after shrinking), 0 when all pass."""
     from seamspec.conformance import load_adapter
+    from seamspec.conformance._implementations import implementation_info
     from seamspec.conformance._quality.fuzz import FuzzUnavailable, fuzz, save_failure, strategies
 
+    for problem in output_problems([("--save-failures", args.save_failures)], folders=True):
+        error(problem)
+        return 2
     try:
         available = strategies()
     except FuzzUnavailable as problem:
@@ -134,7 +179,7 @@ def cmd_fuzz(args: argparse.Namespace, console: Console) -> int:
     failed = passed = 0
     skipped: list[str] = []
     try:
-        info = adapter.info()
+        info = implementation_info(adapter, f"--impl {args.impl}")
         for contract in contracts:
             if contract not in available:
                 skipped.append(contract)

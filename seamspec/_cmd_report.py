@@ -10,7 +10,7 @@ from typing import Any
 import jsonschema
 from rich.console import Console
 
-from seamspec._output import error
+from seamspec._output import error, output_problems
 from seamspec.conformance._reports.json_junit import report_schema
 from seamspec.conformance._reports.summaries import badge_json, compare_reports, markdown_summary
 
@@ -61,11 +61,17 @@ def add_report_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser])
 
 def read_report(path: Path) -> dict[str, Any]:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(path.read_bytes())
     except OSError as error:
-        raise ReportError(f"{path}: cannot read: {error.strerror}") from None
+        raise ReportError(f"{path}: cannot read: {error.strerror or error}") from None
     except json.JSONDecodeError as error:
         raise ReportError(f"{path}:{error.lineno}: not JSON: {error.msg}") from None
+    except UnicodeDecodeError as error:
+        raise ReportError(
+            f"{path}: not a JSON report: byte {error.start} is not UTF-8 text ({error.reason})"
+        ) from None
+    except RecursionError:
+        raise ReportError(f"{path}: not a seamspec JSON report: nested too deep") from None
     try:
         jsonschema.validate(data, report_schema())
     except jsonschema.ValidationError as error:
@@ -88,6 +94,9 @@ def _emit(text: str, output: Path | None, console: Console) -> None:
 
 
 def cmd_report(args: argparse.Namespace, console: Console) -> int:
+    for problem in output_problems([("--output", args.output)]):
+        error(problem)
+        return 2
     try:
         reports = [read_report(p) for p in args.reports]
     except ReportError as problem:

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import argparse
 import fnmatch
+import multiprocessing
 import multiprocessing.util
 import os
+import pickle
 import sys
+import tempfile
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
@@ -14,8 +18,10 @@ from pathlib import Path
 from rich.console import Console
 
 from seamspec import __version__
-from seamspec._output import error
+from seamspec._output import MAX_JOBS, count, error, output_problems, seconds
 from seamspec._run_output import NORMAL, QUIET, VERBOSE, ResultPrinter, print_problems
+from seamspec._run_scope import run_scope
+from seamspec._signals import blocked, deferred, worker_signals
 from seamspec._wire_cli import (
     AdapterSpec,
     adapter_from_spec,
@@ -25,6 +31,8 @@ from seamspec._wire_cli import (
 )
 from seamspec._wire_cli import add_run_options as add_wire_run_options
 from seamspec.conformance import (
+    Adapter,
+    ImplementationInfo,
     Runner,
     RunResult,
     Scenario,
@@ -38,10 +46,25 @@ from seamspec.conformance import (
 )
 from seamspec.conformance._core.catalogue import CONTRACTS, PROFILES, Profile
 from seamspec.conformance._core.manifest import ExpectedFailure, load_manifest, manifest_text
+from seamspec.conformance._core.schedule import longest_first
+from seamspec.conformance._implementations import implementation_info
 
 __all__ = ["add_run_parser", "cmd_run"]
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+#: Scenarios run at once, in threads, for an adapter that allows it (``concurrent_runs``).
+#: Scenarios mostly wait (time limits, child programs, fsync), so more than the CPUs:
+#: on 2 cores the whole suite took 2.6 s with 4, 2.4 s with 8, 2.5 s with 16 (see
+#: docs/benchmarks.md); 8 leaves room for the few scenarios that wait longest.
+SIDE_BY_SIDE = 8
+
+
+def jobs_for(requested: int | None, concurrent: bool) -> int:
+    """How many scenarios run at once: ``-j N`` as given (0: one per CPU), else the default."""
+    if requested is None:
+        return SIDE_BY_SIDE if concurrent else 1
+    return requested or os.cpu_count() or 1
 
 
 def add_run_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -89,7 +112,7 @@ def add_run_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
     )
     run.add_argument(
         "--timeout",
-        type=float,
+        type=seconds,
         default=60.0,
         metavar="SECONDS",
         help="time limit for one scenario (default 60)",
@@ -97,14 +120,18 @@ def add_run_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
     run.add_argument(
         "-x", "--fail-fast", action="store_true", help="stop at the first failure or error"
     )
-    run.add_argument("--max-fail", type=int, metavar="N", help="stop after N failures or errors")
+    run.add_argument(
+        "--max-fail", type=count(1), metavar="N", help="stop after N failures or errors"
+    )
     run.add_argument(
         "-j",
         "--jobs",
-        type=int,
-        default=1,
+        type=count(0, MAX_JOBS, zero="one per CPU"),
+        default=None,
         metavar="N",
-        help="run scenarios in N worker processes (0: one per CPU)",
+        help=f"scenarios at once (0: one per CPU). Default: {SIDE_BY_SIDE} side by side in "
+        "threads for an implementation that allows it (the kit's own do), else 1; N for "
+        "another implementation means N worker processes, each with its own copy",
     )
     talk = run.add_mutually_exclusive_group()
     talk.add_argument(
@@ -153,6 +180,7 @@ def _init_worker(  # noqa: PLR0917 - ProcessPoolExecutor passes initargs by posi
     strict: bool,
     profile: Profile,
     compare: bool,
+    late_dir: str,
 ) -> None:
     global _WORKER  # noqa: PLW0603 - one runner per worker process, by design
     adapter = adapter_from_spec(spec)
@@ -162,6 +190,15 @@ def _init_worker(  # noqa: PLR0917 - ProcessPoolExecutor passes initargs by posi
     reference = load_adapter("reference") if compare else None
     if reference is not None:
         multiprocessing.util.Finalize(reference, reference.close, exitpriority=10)
+
+    def close_all() -> None:
+        adapter.close()
+        if reference is not None:
+            reference.close()
+
+    # Ctrl-C goes to the whole foreground process group, workers included: the main
+    # process alone decides what it means, and ends workers with SIGTERM (_end_workers).
+    worker_signals(close_all)
     _WORKER = Runner(
         adapter,
         timeout=timeout,
@@ -170,11 +207,32 @@ def _init_worker(  # noqa: PLR0917 - ProcessPoolExecutor passes initargs by posi
         profile=profile,
         compare_with=reference,
     )
+    # After the adapter is closed (lower priority: later), what closing it found out
+    # about scenarios already returned goes to the main process through a file.
+    multiprocessing.util.Finalize(
+        _WORKER, _save_late_results, args=(_WORKER, late_dir), exitpriority=5
+    )
 
 
-def _run_in_worker(scenario: Scenario) -> ScenarioResult:
+def _run_in_worker(scenario: Scenario) -> tuple[ScenarioResult, list[ScenarioResult]]:
+    """The scenario's result, and earlier ones of this worker found wrong since."""
     assert _WORKER is not None
-    return _WORKER.run_one(scenario)
+    return _WORKER.run_one(scenario), _WORKER.late_results()
+
+
+def _save_late_results(runner: Runner, late_dir: str) -> None:
+    late = runner.late_results()
+    if late:
+        path = Path(late_dir) / f"late-{os.getpid()}.pickle"
+        path.write_bytes(pickle.dumps(late))
+
+
+def _load_late_results(late_dir: Path) -> list[ScenarioResult]:
+    """What the workers saved (_save_late_results): files of this run's own folder."""
+    late: list[ScenarioResult] = []
+    for path in sorted(late_dir.glob("late-*.pickle")):
+        late += pickle.loads(path.read_bytes())  # written by our own workers
+    return late
 
 
 def _run_parallel(
@@ -186,14 +244,14 @@ def _run_parallel(
     on_result: Callable[[ScenarioResult], None],
     stop: Callable[[ScenarioResult], bool],
 ) -> RunResult:
-    """Scenarios in worker processes (not threads: judging is CPU-bound Python, and a
-    process per worker keeps each implementation's state and event loops apart)."""
-    import time
-
-    jobs = args.jobs or os.cpu_count() or 1
+    """Scenarios in worker processes, for an implementation that cannot run several
+    scenarios in one process at once: each worker keeps its own copy (for ``--impl-cmd``,
+    its own child), with its own state and event loops. Longest waits are started first."""
+    jobs = jobs_for(args.jobs, concurrent=False)
     started, t0 = time.time(), time.perf_counter()
+    late_dir = Path(tempfile.mkdtemp(prefix="late-"))  # inside the run's own folder
     results: dict[str, ScenarioResult] = {}
-    with ProcessPoolExecutor(
+    pool = ProcessPoolExecutor(
         max_workers=jobs,
         initializer=_init_worker,
         initargs=(
@@ -203,24 +261,85 @@ def _run_parallel(
             args.strict,
             args.profile,
             runner.compare_with is not None,
+            str(late_dir),
         ),
-    ) as pool:
-        futures = [pool.submit(_run_in_worker, s) for s in chosen]
+    )
+    try:
+        # Workers are forked while Ctrl-C is held back: each inherits that, and lets it
+        # through only once it ignores it (worker_signals), so none dies mid-start.
+        with blocked():
+            futures = [pool.submit(_run_in_worker, chosen[i]) for i in longest_first(chosen)]
         for future in as_completed(futures):
-            result = future.result()
-            results[result.scenario.id] = result
-            on_result(result)
+            result, late = future.result()
+            for each in (result, *late):
+                results[each.scenario.id] = each
+                on_result(each)
             if stop(result):
                 for pending in futures:
                     pending.cancel()
                 break
+    except BaseException:
+        with deferred():
+            _end_workers(pool)
+        raise
+    pool.shutdown(wait=True)
+    for each in _load_late_results(late_dir):
+        results[each.scenario.id] = each
+        on_result(each)
     ordered = [results[s.id] for s in chosen if s.id in results]
     return RunResult(
         runner.info, ordered, started, time.perf_counter() - t0, args.strict, args.profile
     )
 
 
+#: How long interrupted workers get to close their adapters before they are killed.
+WORKER_GRACE = 10.0
+
+
+def _end_workers(pool: ProcessPoolExecutor) -> None:
+    """Interrupted: no new scenario starts, and every worker ends what it was running.
+
+    Not ``shutdown(wait=True)``, which would wait for every running scenario (a hung
+    implementation: its whole time limit). SIGTERM makes a worker close its adapters
+    (cancelling an in-process scenario, stopping a child implementation) and exit; a
+    worker that does not within the grace period is killed, and the run's scope
+    (``run_scope``) kills whatever is left below the kit.
+    """
+    pool.shutdown(wait=False, cancel_futures=True)
+    workers = multiprocessing.active_children()
+    for worker in workers:
+        worker.terminate()
+    deadline = time.monotonic() + WORKER_GRACE
+    for worker in workers:
+        worker.join(max(0.0, deadline - time.monotonic()))
+    for worker in workers:
+        if worker.is_alive():
+            worker.kill()
+            worker.join(1.0)
+
+
+def _side_by_side_note(jobs: int, concurrent: bool) -> str:
+    return f"; {jobs} at a time" + ("" if concurrent else " (worker processes)")
+
+
 def cmd_run(args: argparse.Namespace, console: Console) -> int:
+    """Run the suite; the run's child processes and temporary files end with it."""
+    with run_scope():
+        return _cmd_run(args, console)
+
+
+def _cmd_run(args: argparse.Namespace, console: Console) -> int:
+    unwritable = output_problems(
+        [
+            ("--report-json", args.report_json),
+            ("--junit-xml", args.junit_xml),
+            ("--write-manifest", args.write_manifest),
+        ]
+    )
+    for problem in unwritable:
+        error(problem)
+    if unwritable:
+        return EXIT_USAGE
     scenarios = load_scenarios(args.scenarios)
     chosen = select(scenarios, args.contract, args.pattern)
     if not chosen:
@@ -244,14 +363,16 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
         "reference-asyncio",
     )
     reference = None if judging_reference else load_adapter("reference")
+    concurrent = bool(getattr(adapter, "concurrent_runs", False))
+    jobs = jobs_for(args.jobs, concurrent)
     try:
-        info = adapter.info()
+        info = implementation_info(adapter, args.impl_cmd or f"--impl {args.impl}")
         if verbosity != QUIET:
             console.print(
                 f"seamspec {__version__}: {len(chosen)} scenarios against {info.name} "
                 f"{info.version} ({info.language}; contracts: "
                 f"{', '.join(info.contracts) or 'none'}; profile {args.profile})"
-                + (f"; {args.jobs or os.cpu_count()} jobs" if args.jobs != 1 else ""),
+                + (_side_by_side_note(jobs, concurrent) if jobs != 1 else ""),
                 highlight=False,
             )
         printer = ResultPrinter(console, chosen, info, verbosity)
@@ -264,18 +385,52 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
             profile=args.profile,
             compare_with=reference,
         )
-        if args.jobs != 1:
+        if jobs != 1 and not concurrent:
             result = _run_parallel(
                 args, runner=runner, chosen=chosen, expected=expected, on_result=printer, stop=stop
             )
         else:
-            result = runner.run(chosen, stop=stop)
+            result = runner.run(chosen, stop=stop, jobs=jobs)
         printer.finish()
     finally:
-        adapter.close()
-        if reference is not None:
-            reference.close()
+        with deferred():  # a Ctrl-C now waits until both are closed
+            close_problem = _close(adapter)
+            if reference is not None:
+                reference.close()
+    for late in runner.late_results():  # found while the implementation was stopped
+        result.results[:] = [
+            late if r.scenario.id == late.scenario.id else r for r in result.results
+        ]
+        printer(late)
     print_problems(console, result)
+    try:
+        _write_outputs(args, result, console, verbosity)
+    except OSError as problem:
+        error(f"cannot write {problem.filename}: {problem.strerror or problem}")
+        return EXIT_USAGE
+    _print_verdict(args, result, console, info, chosen)
+    if close_problem:
+        error(f"{close_problem}; the run fails (exit 1), its verdict on the scenarios stands")
+        return EXIT_FAILED
+    return EXIT_OK if result.ok else EXIT_FAILED
+
+
+def _close(adapter: Adapter) -> str | None:
+    """Close the implementation; a ``close()`` that raises is its error, never a traceback.
+
+    The run's results stand (they were judged before), but the run exits 1: an adapter
+    that cannot shut down cleanly is an implementation problem the CI must see.
+    """
+    try:
+        adapter.close()
+    except Exception as problem:
+        return f"the implementation's close() raised {type(problem).__name__}: {problem}"
+    return None
+
+
+def _write_outputs(
+    args: argparse.Namespace, result: RunResult, console: Console, verbosity: int
+) -> None:
     report = to_json_report(result)
     if args.report_json:
         write_json_report(result, args.report_json)
@@ -290,6 +445,15 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
         args.write_manifest.write_text(manifest_text(report), encoding="utf-8")
         if verbosity != QUIET:
             console.print(f"manifest of today's failures: {args.write_manifest}", highlight=False)
+
+
+def _print_verdict(
+    args: argparse.Namespace,
+    result: RunResult,
+    console: Console,
+    info: ImplementationInfo,
+    chosen: list[Scenario],
+) -> None:
     summary = result.summary()
     if summary["warnings"]:
         console.print(
@@ -334,4 +498,3 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
     # The closing line is plain text so that CI log readers can parse it.
     print(summary_line(summary), flush=True)
     sys.stdout.flush()
-    return EXIT_OK if result.ok else EXIT_FAILED

@@ -35,7 +35,7 @@ from seamspec.conformance._core.scenario import (
     scenario_schema,
 )
 from seamspec.conformance._core.suggest import did_you_mean
-from seamspec.conformance._core.yaml_loader import YamlProblem, load_yaml
+from seamspec.conformance._core.yaml_loader import YamlProblem, load_yaml, read_text
 
 __all__ = ["add_schema_parsers", "modeline_for", "schema_files", "set_modeline"]
 
@@ -166,10 +166,15 @@ def write_modelines(paths: list[Path], schema_dir: Path) -> tuple[int, int, list
     files, problems = _scenario_files(paths)
     changed = unchanged = 0
     for path in files:
-        with path.open(encoding="utf-8", newline="") as handle:
-            text = handle.read()
         try:
+            text = read_text(path)  # bytes decoded as they are: line endings kept
             contract = _contract_of(path, text)
+        except YamlProblem as problem:
+            problems.append(f"{path}:{problem.line or 1}: {problem.message}")
+            continue
+        except OSError as problem:
+            problems.append(f"{path}: cannot read the file: {problem.strerror or problem}")
+            continue
         except ValueError as problem:
             problems.append(str(problem))
             continue

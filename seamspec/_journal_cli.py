@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from seamspec._output import count
 from seamspec.reference import (
     KeyFileError,
     generate_keypair,
@@ -62,7 +63,7 @@ def add_journal_parser(subparsers: Any) -> None:
     )
     verify.add_argument(
         "--expect-entries",
-        type=int,
+        type=count(0),
         metavar="N",
         help="the number of entries an anchor kept elsewhere says there are "
         "(detects entries cut from the end)",
@@ -114,7 +115,14 @@ def _keygen(args: argparse.Namespace) -> int:
         if path.exists():
             print(f"error: {path} exists; refusing to overwrite a key", file=sys.stderr)
             return EXIT_USAGE
-    public = generate_keypair(args.private_key, args.public_key)
+    try:
+        public = generate_keypair(args.private_key, args.public_key)
+    except OSError as error:  # not a read: say which key file could not be written
+        print(
+            f"error: cannot write {error.filename or args.private_key}: {error.strerror or error}",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
     print(f"private key: {args.private_key} (mode 600; keep it secret)")
     print(f"public key:  {args.public_key}")
     print(f"fingerprint: {journal_fingerprint(public)} (keep it apart from the key files)")

@@ -9,12 +9,28 @@ state every option's default in ``--help``, and end ``--help`` with the exit cod
 from __future__ import annotations
 
 import argparse
+import math
+import os
+import shlex
 import sys
+from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Any, NoReturn
 
 from seamspec.conformance._core.suggest import did_you_mean
 
-__all__ = ["EXIT_CODES", "HelpFormatter", "Parser", "error", "one_line"]
+__all__ = [
+    "EXIT_CODES",
+    "MAX_JOBS",
+    "HelpFormatter",
+    "Parser",
+    "command_line",
+    "count",
+    "error",
+    "one_line",
+    "output_problems",
+    "seconds",
+]
 
 #: What each command's exit codes mean, printed at the end of its ``--help``.
 EXIT_CODES: dict[str, str] = {
@@ -83,3 +99,97 @@ class Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         error(f"{self.prog}: {message} (see `{self.prog} --help`)", prefix="")
         self.exit(2)
+
+
+def count(minimum: int, maximum: int | None = None, zero: str = "") -> Callable[[str], int]:
+    """An argparse type: a whole number from ``minimum`` (to ``maximum``).
+
+    ``zero`` says what 0 means when it is allowed with a meaning of its own ("one per
+    CPU"), so the message for a wrong value says it too.
+    """
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if value < minimum or (maximum is not None and value > maximum):
+            allowed = (
+                f"from {minimum} to {maximum}" if maximum is not None else f"{minimum} or more"
+            )
+            raise argparse.ArgumentTypeError(
+                f"{value} is out of range: give {allowed}" + (f" (0: {zero})" if zero else "")
+            )
+        return value
+
+    parse.__name__ = "count"
+    return parse
+
+
+#: The most worker processes ``-j`` starts: each one runs its own implementation, and
+#: more than this only compete for the same CPUs.
+MAX_JOBS = 256
+
+#: The longest time limit accepted: a day. Longer ones overflow the clocks' waits.
+MAX_SECONDS = 86_400.0
+
+
+def seconds(text: str) -> float:
+    """An argparse type: a time limit, a finite number of seconds above 0, at most a day."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not math.isfinite(value) or value <= 0 or value > MAX_SECONDS:
+        raise argparse.ArgumentTypeError(
+            f"{text} is out of range: give a number of seconds above 0 and at most "
+            f"{MAX_SECONDS:g} (a day)"
+        )
+    return value
+
+
+def command_line(text: str) -> str:
+    """An argparse type: a command line that splits into words as a POSIX shell would."""
+    try:
+        shlex.split(text)
+    except ValueError as problem:
+        raise argparse.ArgumentTypeError(
+            f"cannot split {text!r} into words ({str(problem).lower()}): quote it as a "
+            "POSIX shell would"
+        ) from None
+    return text  # an empty one is refused where the command is started, with its own hint
+
+
+def _unwritable(path: Path, *, folder: bool) -> str | None:
+    """Why nothing can be written at ``path``, or None. Nothing is created to find out."""
+    if path.is_dir() and not folder:
+        return "is a folder; name a file"
+    if path.exists() and folder and not path.is_dir():
+        return "is a file; name a folder"
+    if path.exists():
+        return None if os.access(path, os.W_OK) else "is not writable"
+    ancestor = path.parent
+    while not ancestor.exists() and ancestor != ancestor.parent:
+        ancestor = ancestor.parent
+    if not ancestor.is_dir():
+        return f"cannot be created: {ancestor} is not a folder"
+    if not os.access(ancestor, os.W_OK | os.X_OK):
+        return f"cannot be created: {ancestor} is not writable"
+    return None
+
+
+def output_problems(
+    outputs: Iterable[tuple[str, Path | None]], *, folders: bool = False
+) -> list[str]:
+    """One line per output option whose path cannot be written, checked before any work.
+
+    A run that takes minutes must not end with "Is a directory" and no report; each
+    ``(option, path)`` is checked as a file (as a folder with ``folders``).
+    """
+    found = []
+    for option, path in outputs:
+        if path is not None:
+            why = _unwritable(path, folder=folders)
+            if why:
+                found.append(f"{option} {path}: {why}")
+    return found

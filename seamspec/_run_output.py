@@ -66,8 +66,23 @@ class ResultPrinter:
         self.declared: dict[str, int] = {}
 
     def __call__(self, result: ScenarioResult) -> None:
-        """Take one result, in any order; print every result now due, in scenario order."""
-        self._held[self._position[result.scenario.id]] = result
+        """Take one result, in any order; print every result now due, in scenario order.
+
+        A result for a scenario already printed replaces it (a late error: the
+        implementation answered it twice) and is printed at once, marked as such.
+        """
+        position = self._position[result.scenario.id]
+        if position < self._next:
+            if self.verbosity != QUIET:
+                self.console.print(
+                    f"[dim]{escape('[late]'):>{2 * len(str(self.total)) + 4}}[/] "
+                    f"[{_STYLE.get(result.status, 'white')}]{result.status.upper():5}[/] "
+                    f"{result.scenario.id}  "
+                    "[dim](its earlier result no longer holds: see problems)[/]",
+                    highlight=False,
+                )
+            return
+        self._held[position] = result
         while self._next in self._held:
             self._emit(self._held.pop(self._next))
             self._next += 1

@@ -15,6 +15,7 @@ from typing import Any
 
 from rich.console import Console
 
+from seamspec._output import command_line, count, seconds
 from seamspec.conformance import (
     Adapter,
     Runner,
@@ -45,7 +46,7 @@ _RUNNER_MARGIN = 30.0
 def _add_wire_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--request-timeout",
-        type=float,
+        type=seconds,
         metavar="SECONDS",
         help="with --impl-cmd: time limit for one answer; the child is killed and restarted "
         "past it (default: --timeout)",
@@ -57,7 +58,7 @@ def _add_wire_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--max-restarts",
-        type=int,
+        type=count(0, 1000),
         default=3,
         metavar="N",
         help="with --impl-cmd: restarts after a crash or hang before the remaining "
@@ -69,6 +70,7 @@ def add_run_options(run: argparse.ArgumentParser, impl: argparse._MutuallyExclus
     """``--impl-cmd`` (exclusive with ``--impl``) and its options, on the ``run`` command."""
     impl.add_argument(
         "--impl-cmd",
+        type=command_line,
         metavar="COMMAND",
         help="a command that starts an implementation speaking the wire protocol "
         '(docs/protocol.md), e.g. "node examples/js/seamspec-impl.mjs"',
@@ -103,20 +105,31 @@ def add_commands(sub: Any) -> None:
     )
     smoke.add_argument(
         "--impl-cmd",
+        type=command_line,
         required=True,
         metavar="COMMAND",
         help="the command that starts the implementation (required)",
     )
     smoke.add_argument(
-        "--timeout", type=float, default=60.0, metavar="SECONDS", help="time limit for one scenario"
+        "--timeout",
+        type=seconds,
+        default=60.0,
+        metavar="SECONDS",
+        help="time limit for one scenario",
     )
     _add_wire_options(smoke)
     smoke.set_defaults(func=cmd_smoke)
 
 
 def _terminate_on_sigterm() -> None:
-    """Turn SIGTERM into SystemExit, so ``finally`` blocks kill the child's process group."""
-    if threading.current_thread() is threading.main_thread():
+    """Turn SIGTERM into SystemExit, so ``finally`` blocks kill the child's process group.
+
+    Unless SIGTERM is handled already (the ``seamspec`` command does, in _signals.py).
+    """
+    if (
+        threading.current_thread() is threading.main_thread()
+        and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+    ):
 
         def stop(signum: int, _frame: object) -> None:
             raise SystemExit(128 + signum)
@@ -198,6 +211,13 @@ def _trivial(scenarios: list[Scenario], contract: str, features: tuple[str, ...]
 
 def cmd_smoke(args: argparse.Namespace, console: Console) -> int:
     """Say exactly what is wrong with a new implementation, one check at a time."""
+    from seamspec._run_scope import run_scope
+
+    with run_scope():
+        return _smoke(args, console)
+
+
+def _smoke(args: argparse.Namespace, console: Console) -> int:
     problems = 0
 
     def report(ok: bool, what: str, detail: str = "") -> None:

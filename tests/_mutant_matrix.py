@@ -1,18 +1,27 @@
-"""What the three mutant meta-test files share: running the matrix and judging a mutant.
+"""What the three mutant meta-test files share: running the controls and the mutants.
 
-A control runs every scenario of its contract; a mutant runs only the scenarios citing
-the rule it breaks (only those can count as catching it). ``error`` never counts as
-caught: a mutant caught only by crashing or hanging says nothing about the rule's
-scenarios.
+A control runs every scenario of its contract and must pass them all. A mutant runs only
+the scenarios citing the rule it breaks (only those can count as catching it), and only
+until one catches it: each file says what catching means (``catches``), and once a
+scenario has, running the others would prove nothing more. The citing scenarios that
+wait least run first. ``error`` never counts as caught: a mutant caught only by crashing
+or hanging says nothing about the rule's scenarios.
+
+Everything runs side by side in threads: most of a run is spent waiting (time limits,
+child programs, gates), every scenario gets a fresh event loop and fresh objects, and a
+verdict does not hinge on timing (bounds are gated and generous). The whole kill matrix,
+every mutant against every scenario of its contract, is ``seamspec mutants`` (the
+``mutants`` nox session); these files ask more of a catch than it does where the room's
+oracle can give it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Mapping
 from typing import Protocol
 
 from seamspec.conformance import Runner, Scenario, ScenarioResult
+from seamspec.conformance._core.schedule import expected_wait, side_by_side
 
 
 class MutantLike(Protocol):
@@ -22,30 +31,47 @@ class MutantLike(Protocol):
     def statement(self) -> str: ...
 
 
+#: (mutant name, one result of a scenario citing its rule) -> caught for the right reason?
+Catches = Callable[[str, ScenarioResult], bool]
+
+
 def run_matrix(
     runners: Mapping[str, Runner],
     scenarios: list[Scenario],
     mutants: Mapping[str, MutantLike],
     *,
     parallel: int,
+    catches: Catches | None = None,
 ) -> dict[str, list[ScenarioResult]]:
     """Each runner's results: every scenario for a control, the citing ones for a mutant.
 
-    Scenarios run side by side in threads: most of a run is spent waiting (time limits,
-    child programs, gates), and a verdict does not hinge on timing.
+    With ``catches``, a mutant's citing scenarios run only until one catches it, so its
+    list ends with the catch (or holds every citing scenario, when none did).
     """
-    jobs = [
-        (name, scenario)
-        for name in runners
-        for scenario in scenarios
-        if name not in mutants or mutants[name].rule in scenario.rules
-    ]
-    with ThreadPoolExecutor(parallel) as pool:
-        done = list(pool.map(lambda job: runners[job[0]].run_one(job[1]), jobs))
-    results: dict[str, list[ScenarioResult]] = {name: [] for name in runners}
-    for (name, _), result in zip(jobs, done, strict=True):
-        results[name].append(result)
-    return results
+    results: dict[str, list[ScenarioResult]] = {}
+    for name, runner in runners.items():
+        if name not in mutants:
+            results[name] = runner.run(scenarios, jobs=parallel).results
+
+    def judge(name: str) -> tuple[str, list[ScenarioResult]]:
+        rule = mutants[name].rule
+        citing = sorted((s for s in scenarios if rule in s.rules), key=expected_wait)
+        seen: list[ScenarioResult] = []
+        for scenario in citing:
+            seen.append(runners[name].run_one(scenario))
+            if catches is not None and catches(name, seen[-1]):
+                break
+        return name, seen
+
+    judged = side_by_side(
+        judge,
+        [name for name in runners if name in mutants],
+        parallel,
+        on_done=lambda _: None,
+        stop=lambda _: False,
+    )
+    results.update(judged)
+    return {name: results[name] for name in runners}
 
 
 def describe(result: ScenarioResult) -> str:

@@ -72,13 +72,22 @@ def main() -> None:
     warm_up()
     for line in sys.stdin:
         _, path, key, trial, workers = line.split()
+        # The child starts only once "pid" is out: otherwise, on a loaded machine, it can
+        # run and say "ack" before the server says which process to kill.
+        go, ready = os.pipe()
         pid = os.fork()
         if pid == 0:
             try:
+                os.close(ready)
+                os.read(go, 1)
+                os.close(go)
                 anyio.run(child, path, key, trial, int(workers))
             finally:
                 os._exit(0)
+        os.close(go)
         say(f"pid {pid}")
+        os.write(ready, b"g")
+        os.close(ready)
         os.waitpid(pid, 0)
         say("done")
 

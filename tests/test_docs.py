@@ -72,3 +72,16 @@ def test_every_path_on_the_architecture_page_exists() -> None:
             "timeline.py",
         ):
             assert (repo / "conformance" / "_contracts" / room / part).exists(), (room, part)
+
+
+@pytest.mark.parametrize("contract", sorted(CONTRACT_PAGES))
+def test_each_contract_names_its_docs_page_and_explain_points_there(
+    contract: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from seamspec._cli import main
+
+    page = catalogue().contracts[contract].docs
+    assert DOCS.parent / page == CONTRACT_PAGES[contract], f"{contract}'s catalogue names {page}"
+    rule = catalogue().rules_of(contract)[0]
+    assert main(["explain", rule.id]) == 0
+    assert f"see {page};" in capsys.readouterr().out

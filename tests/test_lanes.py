@@ -61,8 +61,8 @@ def test_dispatch_recorder_lanes_show_a_tool_run_before_its_record() -> None:
 
 def test_two_runs_of_the_reference_align_without_differences() -> None:
     """Thread labels differ between runs; lanes are numbered by role, so nothing differs."""
-    contract, one = _trace("reference", "soo-session-pipe-order")
-    _, two = _trace("reference", "soo-session-pipe-order")
+    contract, one = _trace("reference", "soo-session-queued-then-finish")
+    _, two = _trace("reference", "soo-session-queued-then-finish")
     rows = align(lane_events(contract, one)[1], lane_events(contract, two)[1])
     assert all(same for _, _, same in rows)
     assert 'class="differs"' not in lanes_svg(contract, one, two)

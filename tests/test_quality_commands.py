@@ -10,8 +10,9 @@ import pytest
 
 from seamspec._cli import main
 from seamspec.conformance import load_scenarios
+from seamspec.conformance._core.runner import Finding, ScenarioResult
 from seamspec.conformance._core.scenario import Scenario
-from seamspec.conformance._quality.kill_matrix import kill_matrix
+from seamspec.conformance._quality.kill_matrix import kill_level, kill_matrix, kills
 
 
 def test_coverage_gate_passes_for_the_shipped_suite(capsys: pytest.CaptureFixture[str]) -> None:
@@ -28,24 +29,65 @@ def test_kill_matrix_reports_a_survivor_when_scenarios_are_missing(
     scenarios: list[Scenario] = [
         s for s in load_scenarios() if "WOC-JOIN" in s.rules and "WOC-ORDER-AFTER" not in s.rules
     ]
-    outcome = kill_matrix(scenarios, contracts=["write-observer-chain"])
+    outcome = kill_matrix(scenarios, names=["woc-after-reversed", "woc-join-newline"])
     by_name = {o.name: o for o in outcome}
     assert by_name["woc-after-reversed"].verdict in ("caught-elsewhere", "survived")
+    # Not killed: every scenario of the contract was tried before saying so.
+    assert by_name["woc-after-reversed"].scenarios_run == len(scenarios)
     assert by_name["woc-join-newline"].verdict == "killed"
+
+
+def test_kill_matrix_stops_at_the_first_kill_by_a_citing_scenario() -> None:
+    scenarios = load_scenarios()
+    citing = [s.id for s in scenarios if "WOC-JOIN" in s.rules]
+    (outcome,) = kill_matrix(scenarios, names=["woc-join-newline"])
+    assert outcome.verdict == "killed"
+    assert outcome.killed_by_citing == outcome.killed_by[-1:]
+    assert outcome.killed_by_citing[0] in citing
+    assert outcome.scenarios_run < len(citing), "the search went on after the first kill"
+
+
+def _result(scenario: Scenario, *findings: Finding) -> ScenarioResult:
+    return ScenarioResult(scenario, "fail" if findings else "pass", findings=list(findings))
+
+
+def test_a_kill_needs_a_citing_scenario_and_a_counted_finding_at_the_rule_s_level() -> None:
+    scenarios = load_scenarios()
+    by_id = {s.id: s for s in scenarios}
+    join = by_id["woc-join-identical-annotations-both-kept"]
+    assert "WOC-JOIN" in join.rules
+    assert "WOC-ORDER-AFTER" not in join.rules
+    must = Finding("oracle", "WOC-JOIN", "MUST", "joined wrongly")
+    should = Finding("then", None, "SHOULD", "a SHOULD scenario's then")
+    strict_only = Finding("oracle", "WOC-JOIN", "MUST", "joined wrongly", profile="strict")
+    assert kills(_result(join, must), "WOC-JOIN", "MUST")
+    assert not kills(_result(join), "WOC-JOIN", "MUST")
+    assert not kills(_result(join, must), "WOC-ORDER-AFTER", "MUST"), "not citing the rule"
+    assert not kills(_result(join, should), "WOC-JOIN", "MUST"), "a SHOULD finding only"
+    assert not kills(_result(join, strict_only), "WOC-JOIN", "MUST"), "WOC-JOIN is upstream"
+    errored = ScenarioResult(join, "error", "crashed", findings=[must])
+    assert not kills(errored, "WOC-JOIN", "MUST")
+    # A SHOULD rule no MUST scenario cites is caught at SHOULD; one that MUST scenarios
+    # cite (WOC-SLOW, through WOC-SLOW-BOUNDED's) must be caught at MUST.
+    assert kill_level("WOC-FAIL-WARN", scenarios) == "SHOULD"
+    assert kill_level("WOC-SLOW", scenarios) == "MUST"
+    assert kill_level("WOC-JOIN", scenarios) == "MUST"
 
 
 def test_mutants_command_writes_the_matrix(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
+    """A slice of two mutants of two contracts; the whole matrix is the `mutants` session."""
     out = tmp_path / "kill.json"
-    code = main(
-        ["mutants", "--contract", "write-observer-chain", "-j", "2", "--report-json", str(out)]
-    )
+    picked = ["dr-record-twice", "woc-join-newline"]
+    args = ["mutants", "--report-json", str(out)]
+    code = main([*args, "--mutant", picked[1], "--mutant", picked[0]])
     assert code == 0
     rows = json.loads(out.read_text())
-    assert rows
+    assert [row["mutant"] for row in rows] == picked
     assert all(row["verdict"] == "killed" for row in rows)
     printed = capsys.readouterr().out.strip().splitlines()
+    assert printed[0] == f"2 mutants against {len(load_scenarios())} scenarios, 8 at a time"
     assert printed[-1] == f"{len(rows)} killed, 0 survived"
     # progress: one line per mutant as it finishes, counted, with an estimate of the rest
     progress = [line for line in printed if re.match(r"^\[\s*\d+/\d+\] ", line)]
@@ -54,6 +96,14 @@ def test_mutants_command_writes_the_matrix(
     assert progress[-1].endswith("(done)")
     named = {re.split(r"\s+", line.split("] ", 1)[1])[1] for line in progress}
     assert named == {row["mutant"] for row in rows}
+
+
+def test_mutants_command_refuses_an_unknown_mutant(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["mutants", "--mutant", "woc-join-newlin"]) == 2
+    assert "did you mean 'woc-join-newline'?" in capsys.readouterr().err
+    args = ["mutants", "--mutant", "woc-join-newline", "--contract", "shell-output"]
+    assert main(args) == 2
+    assert "no mutant matches both --mutant and --contract" in capsys.readouterr().err
 
 
 def test_fuzz_never_reports_a_skipped_contract_as_passed(

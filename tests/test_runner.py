@@ -18,9 +18,12 @@ def scenarios() -> list:  # type: ignore[type-arg]
 
 
 def test_reference_passes_everything(scenarios: list) -> None:  # type: ignore[type-arg]
-    result = Runner(load_adapter("reference")).run(scenarios)
+    """Every status a pass (the conformance session only shows the verdict), side by side
+    as ``seamspec run`` runs it, with the results back in scenario order."""
+    result = Runner(load_adapter("reference")).run(scenarios, jobs=8)
     assert result.ok
     assert {r.status for r in result.results} == {"pass"}
+    assert [r.scenario.id for r in result.results] == [s.id for s in scenarios]
 
 
 @pytest.mark.parametrize(

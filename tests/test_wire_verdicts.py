@@ -13,6 +13,7 @@ import shutil
 import subprocess
 import sys
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -22,7 +23,7 @@ import pytest
 import yaml
 
 from seamspec._cli import main
-from seamspec.conformance import Runner, RunResult, load_scenarios
+from seamspec.conformance import Runner, RunResult, Scenario, load_scenarios
 from seamspec.conformance._implementations import reference_adapter
 from seamspec.conformance._wire.client import WireAdapter
 from seamspec.conformance._wire.messages import (
@@ -45,14 +46,23 @@ def verdicts(result: RunResult) -> dict[str, tuple[str, list[str]]]:
 
 
 def test_same_verdicts_in_process_and_over_the_wire() -> None:
+    """The whole suite, over the wire in three children side by side (each scenario as
+    one child answers it, one at a time), against the reference in process."""
     scenarios = load_scenarios()
-    local = Runner(reference_adapter()).run(scenarios)
-    with WireAdapter(SERVE, strict=True) as wire:
-        remote = Runner(wire).run(scenarios)
-        assert wire.info() == reference_adapter().info()
-    assert verdicts(remote) == verdicts(local)
-    assert len(remote.results) == len(scenarios) > 0
-    assert wire.exit_code == 0  # serve-reference stops cleanly on `stop`
+    local = Runner(reference_adapter()).run(scenarios, jobs=8)
+
+    def over_the_wire(part: list[Scenario]) -> tuple[RunResult, int | None]:
+        with WireAdapter(SERVE, strict=True) as wire:
+            result = Runner(wire).run(part)
+            assert wire.info() == reference_adapter().info()
+        return result, wire.exit_code
+
+    with ThreadPoolExecutor(3) as pool:
+        parts = list(pool.map(over_the_wire, [scenarios[i::3] for i in range(3)]))
+    remote = {k: v for result, _ in parts for k, v in verdicts(result).items()}
+    assert remote == verdicts(local)
+    assert len(remote) == len(scenarios) > 0
+    assert [code for _, code in parts] == [0, 0, 0]  # serve-reference stops cleanly on `stop`
 
 
 def test_serve_reference_declares_every_contract_of_the_reference() -> None:
@@ -230,7 +240,7 @@ def test_parallel_run_over_the_wire_matches_and_leaves_no_child(
     marker = f"SEAMSPEC_TEST_MARKER={uuid.uuid4().hex}"
     command = " ".join(["env", marker, *SERVE])
     reports = [tmp_path / "serial.json", tmp_path / "parallel.json"]
-    common = ["run", "-q", "--contract", "write-observer-chain", "--impl-cmd", command]
+    common = ["run", "-q", "-k", "woc-join", "--impl-cmd", command]
     assert main([*common, "--report-json", str(reports[0])]) == 0
     assert main([*common, "-j", "2", "--report-json", str(reports[1])]) == 0
     capsys.readouterr()

@@ -19,7 +19,6 @@ place.
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
 from functools import cache
 
 import pytest
@@ -30,7 +29,6 @@ from seamspec.conformance import (
     AdapterLoadError,
     PythonAdapter,
     Runner,
-    Scenario,
     ScenarioResult,
     WriteObserverChainDriver,
     catalogue,
@@ -48,7 +46,7 @@ from seamspec.conformance._contracts.write_observer_chain.outsiders import batch
 from seamspec.conformance._core.runner import Finding
 from seamspec.conformance._implementations import reference_adapter
 
-from ._mutant_matrix import describe
+from ._mutant_matrix import describe, run_matrix
 
 CONTRACT = "write-observer-chain"
 CONTROLS = ("reference", "stepped-chain", "outsider-base-1")
@@ -65,39 +63,30 @@ pytestmark = pytest.mark.filterwarnings(
     "ignore::seamspec.conformance._contracts.write_observer_chain.outsiders.base.ObserverFailureWarning",
 )
 
-#: Mutant scenarios run side by side: most of a run is spent waiting (time limits, child
+#: Scenarios run side by side: most of a run is spent waiting (time limits, child
 #: programs), and a mutant's verdict does not hinge on timing.
-PARALLEL_RUNS = 6
+PARALLEL_RUNS = 8
 
 
 @cache
 def _all_results() -> dict[str, list[ScenarioResult]]:
     """Every control's and mutant's results (strict profile), computed once per session.
 
-    The controls run every WOC scenario, one at a time as ``seamspec run`` does: they must
-    pass all of them, and several scenarios bound durations that a starved thread could
-    overrun. A mutant runs only the scenarios that cite the rule it breaks (only those can
-    count as catching it), in parallel, so the file stays quick. Every run judges by the
-    strict profile, so each finding keeps the profile it counts under.
+    The controls run every WOC scenario: they must pass all of them. A mutant runs the
+    scenarios that cite the rule it breaks (only those can count as catching it), the
+    ones that wait least first, until one catches it as :func:`_catches` demands. Every
+    run judges by the strict profile, so each finding keeps the profile it counts under.
     """
     scenarios = [s for s in load_scenarios() if s.contract == CONTRACT]
-    results = {name: _run(name, scenarios) for name in CONTROLS}
-    with ThreadPoolExecutor(PARALLEL_RUNS) as pool:
-        pending = {
-            name: [pool.submit(_run, name, [s]) for s in scenarios if mutant.rule in s.rules]
-            for name, mutant in MUTANTS.items()
-        }
-    for name, futures in pending.items():
-        results[name] = [result for future in futures for result in future.result()]
-    return results
-
-
-def _run(adapter_name: str, scenarios: list[Scenario]) -> list[ScenarioResult]:
-    adapter = _adapter(adapter_name)
+    runners = {
+        name: Runner(_adapter(name), timeout=30.0, profile="strict")
+        for name in (*CONTROLS, *MUTANTS)
+    }
     try:
-        return Runner(adapter, timeout=30.0, profile="strict").run(scenarios).results
+        return run_matrix(runners, scenarios, MUTANTS, parallel=PARALLEL_RUNS, catches=_catches)
     finally:
-        adapter.close()
+        for runner in runners.values():
+            runner.adapter.close()
 
 
 def _adapter(adapter_name: str) -> Adapter:
@@ -118,19 +107,22 @@ def _counts(finding: Finding, level: str, profile: str) -> bool:
     return finding.level == level and (profile == "strict" or finding.profile == "upstream")
 
 
-def _kills(name: str) -> list[ScenarioResult]:
-    """The results that catch mutant ``name`` as this file demands (see the module doc)."""
+def _catches(name: str, result: ScenarioResult) -> bool:
+    """Whether ``result`` catches mutant ``name`` as this file demands (see the module doc)."""
     mutant = MUTANTS[name]
     rule = catalogue()[mutant.rule]
     level = "SHOULD" if mutant.rule in SHOULD_ONLY else "MUST"
-    citing = _all_results()[name]
-    return [
-        r
-        for r in citing
-        if r.status == "fail"
-        and any(_counts(f, level, rule.profile) for f in r.findings)
-        and any(f.source == "oracle" and f.rule == mutant.rule for f in r.findings)
-    ]
+    return (
+        result.status == "fail"
+        and mutant.rule in result.scenario.rules
+        and any(_counts(f, level, rule.profile) for f in result.findings)
+        and any(f.source == "oracle" and f.rule == mutant.rule for f in result.findings)
+    )
+
+
+def _kills(name: str) -> list[ScenarioResult]:
+    """The results that catch mutant ``name`` (the search stops at the first)."""
+    return [r for r in _all_results()[name] if _catches(name, r)]
 
 
 @pytest.mark.parametrize("control", CONTROLS)

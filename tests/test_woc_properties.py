@@ -1,28 +1,15 @@
 """Generated write-observer-chain scenarios (the shipped strategy), judged by the oracle.
 
-The reference must satisfy the oracle and the derived expectations on any generated
-scenario; a chain that reverses after_write must be caught on some of them.
+A chain that reverses after_write must be caught on some of them. That the reference
+satisfies the oracle on generated scenarios is the ``fuzz`` nox session's proof (100 per
+contract, seeded), not repeated here.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
-from hypothesis import HealthCheck, given, settings
-
-from seamspec.conformance import judge, load_adapter
+from seamspec.conformance import load_adapter
 from seamspec.conformance._contracts.write_observer_chain.model import flatten
-from seamspec.conformance._contracts.write_observer_chain.strategies import woc_scenarios
-from seamspec.conformance._quality.fuzz import fuzz, scenario_from_document
-
-REFERENCE = load_adapter("reference")
-
-
-@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
-@given(woc_scenarios())
-def test_reference_satisfies_the_oracle(document: dict[str, Any]) -> None:
-    scenario = scenario_from_document(document)
-    assert judge(scenario, REFERENCE.run(scenario.request())) == []
+from seamspec.conformance._quality.fuzz import fuzz
 
 
 def test_reversed_after_write_is_found_and_shrunk() -> None:

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-__all__ = ["Adapter", "ImplementationInfo", "Trace"]
+__all__ = ["Adapter", "ImplementationInfo", "LateError", "Trace"]
 
 Trace = list[dict[str, Any]]
 
@@ -37,6 +37,21 @@ class ImplementationInfo:
             "features": list(self.features),
             "details": dict(self.details),
         }
+
+
+@dataclass(frozen=True)
+class LateError:
+    """Something wrong with a scenario that came to light after its result was given.
+
+    An implementation behind a process boundary can answer a scenario twice, or write
+    more after its answer; the kit sees that only later, while it runs the next scenario
+    or stops the process. An adapter that can tell offers ``take_late_errors()`` (returning
+    these, once each); the Runner then turns the scenario named here into an ``error``.
+    """
+
+    scenario: str
+    message: str
+    context: str = ""
 
 
 @runtime_checkable

@@ -35,8 +35,18 @@ class Problem:
     def __str__(self) -> str:
         where = f"{self.file}:{self.line}" if self.line is not None else self.file
         text = f"{where}: {self.message}"
-        # One line per problem: editors, CI annotations and grep read file:line: text.
-        return f"{text} (hint: {self.hint})" if self.hint else text
+        # One line per problem: editors, CI annotations and grep read file:line: text,
+        # so a line break quoted from a file (an ID, a key) is shown escaped.
+        return _one_line(f"{text} (hint: {self.hint})" if self.hint else text)
+
+
+#: Control characters and Unicode line breaks, shown as escapes in a one-line problem.
+_BREAKS = {c: repr(chr(c))[1:-1] for c in (*range(0x20), 0x7F, 0x85, 0x2028, 0x2029)}
+_BREAKS[ord("\t")] = "\t"
+
+
+def _one_line(text: str) -> str:
+    return text.translate(_BREAKS)
 
 
 class ScenarioError(SeamspecError, ValueError):

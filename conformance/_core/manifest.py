@@ -20,7 +20,7 @@ import yaml
 from seamspec.conformance._core.errors import Problem, ScenarioError
 from seamspec.conformance._core.scenario import scenario_schema
 from seamspec.conformance._core.suggest import did_you_mean
-from seamspec.conformance._core.yaml_loader import YamlProblem, load_yaml
+from seamspec.conformance._core.yaml_loader import YamlProblem, load_yaml, read_text
 
 __all__ = ["ExpectedFailure", "load_manifest", "manifest_text"]
 
@@ -67,13 +67,13 @@ def load_manifest(
     """
     file = str(path)
     try:
-        loaded = load_yaml(path.read_text(encoding="utf-8"))
+        loaded = load_yaml(read_text(path))
     except OSError as error:
         raise ScenarioError(
-            [Problem(file, None, f"cannot read the manifest: {error.strerror}")]
+            [Problem(file, None, f"cannot read the manifest: {error.strerror or error}")]
         ) from None
     except YamlProblem as error:
-        raise ScenarioError([Problem(file, error.line, error.message)]) from None
+        raise ScenarioError([Problem(file, error.line, error.message, error.hint)]) from None
     problems = [
         Problem(file, loaded.line_of(tuple(e.absolute_path)), f"manifest: {e.message}")
         for e in jsonschema.Draft202012Validator(_schema()).iter_errors(loaded.data)

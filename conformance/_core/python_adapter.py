@@ -6,15 +6,24 @@ them on the chosen backend, so the same implementation is judged on asyncio and 
 
 from __future__ import annotations
 
+import contextlib
+import threading
+import time
 from collections.abc import Mapping
 from typing import Any, Protocol
 
 import anyio
+import anyio.from_thread
+import anyio.lowlevel
 
 from seamspec.conformance._core.adapter import ImplementationInfo, Trace
-from seamspec.conformance._core.errors import Unsupported
+from seamspec.conformance._core.errors import ImplementationError, Unsupported
 
 __all__ = ["ContractDriver", "PythonAdapter"]
+
+#: How long ``close()`` waits for a cancelled scenario to unwind (its ``finally`` blocks:
+#: gates released, child processes killed, temporary folders deleted).
+CANCEL_GRACE = 5.0
 
 
 def _sole_error(error: BaseException) -> BaseException:
@@ -62,10 +71,18 @@ class PythonAdapter:
         drivers: list[ContractDriver],
         backend: str = "asyncio",
         details: Mapping[str, str] | None = None,
+        concurrent: bool = False,
     ) -> None:
+        """``concurrent=True`` promises that scenarios may run side by side, in threads of
+        one process: each gets its own event loop, and the drivers and the implementation
+        keep no state between scenarios (no module-level caches, no fixed paths or ports).
+        ``seamspec run`` then runs several at once by default; without it, one at a time
+        (``-j N`` then means N worker processes, each with its own copy)."""
         if backend not in ("asyncio", "trio"):
             raise ValueError(f"backend must be 'asyncio' or 'trio', not {backend!r}")
         self._drivers = {d.contract: d for d in drivers}
+        #: Whether ``run`` may be called from several threads at once (see ``__init__``).
+        self.concurrent_runs = concurrent
         self._backend = backend
         features = sorted({f for d in drivers for f in d.features})
         self._info = ImplementationInfo(
@@ -76,6 +93,9 @@ class PythonAdapter:
             features=tuple(features),
             details={"backend": backend, **(details or {})},
         )
+        self._lock = threading.Lock()
+        #: Scenarios in flight: how to cancel each from another thread, and its end.
+        self._running: set[_Flight] = set()
 
     def info(self) -> ImplementationInfo:
         return self._info
@@ -86,14 +106,35 @@ class PythonAdapter:
             raise Unsupported(
                 f"{self._info.name} does not implement the {request['contract']} contract"
             )
+        flight = _Flight()
+        with self._lock:
+            self._running.add(flight)
+        box: dict[str, Trace] = {}
+
+        async def cancellable() -> None:
+            with anyio.CancelScope() as scope:
+                with self._lock:
+                    flight.loop = (anyio.lowlevel.current_token(), scope)
+                    if flight.cancelled:  # close() came before the loop had started
+                        scope.cancel()
+                box["trace"] = await driver.perform(request)
+
         try:
-            trace: Trace = anyio.run(driver.perform, request, backend=self._backend)
+            anyio.run(cancellable, backend=self._backend)
         except BaseException as error:
             sole = _sole_error(error)
             if sole is error:
                 raise
             raise sole from error
-        return trace
+        finally:
+            with self._lock:
+                self._running.discard(flight)
+            flight.ended.set()
+        if "trace" not in box:  # the scope was cancelled by close()
+            raise ImplementationError(
+                f"scenario {request.get('id', '?')} was cancelled: the adapter was closed"
+            )
+        return box["trace"]
 
     def query(self, contract: str, name: str, body: Mapping[str, Any]) -> dict[str, Any]:
         """A question about a scenario just performed (wire protocol 2), for the driver
@@ -106,4 +147,35 @@ class PythonAdapter:
         return answer
 
     def close(self) -> None:
-        """Nothing to release: drivers hold no state between scenarios."""
+        """Cancel the scenarios in flight and wait (briefly) until they have unwound.
+
+        Drivers hold no state between scenarios, so there is nothing else to release,
+        and the adapter can still run scenarios afterwards. This is what ends a run's
+        child processes and temporary folders on Ctrl-C: the interrupted scenario runs
+        its ``finally`` blocks instead of being abandoned.
+        """
+        with self._lock:
+            running = list(self._running)
+            for flight in running:
+                flight.cancelled = True
+                if flight.loop is not None:
+                    # From a helper thread: a loop blocked by synchronous code would
+                    # block this call too, and close() must return within its grace.
+                    threading.Thread(target=_cancel, args=flight.loop, daemon=True).start()
+        deadline = time.monotonic() + CANCEL_GRACE
+        for flight in running:
+            flight.ended.wait(max(0.0, deadline - time.monotonic()))
+
+
+class _Flight:
+    """One ``run`` in progress: how to cancel it from another thread, and its end."""
+
+    def __init__(self) -> None:
+        self.ended = threading.Event()
+        self.cancelled = False
+        self.loop: tuple[Any, anyio.CancelScope] | None = None
+
+
+def _cancel(token: Any, scope: anyio.CancelScope) -> None:
+    with contextlib.suppress(Exception):  # the loop may have finished meanwhile
+        anyio.from_thread.run_sync(scope.cancel, token=token)

@@ -4,7 +4,8 @@ A contract is a folder under ``seamspec.conformance._contracts`` holding the sam
 in each: ``catalogue.yaml`` (rules and optional features), ``schema.json`` (its scenario
 vocabulary), and the modules ``model`` (``lint``), ``oracle`` and ``expect`` (``check``),
 ``driver``, ``reference_adapter`` (``reference_driver()``), ``mutants``, ``strategies``
-(``scenarios()``) and optionally ``timeline`` (``render``). The loader, runner, reports
+(``scenarios()``) and optionally ``timeline`` (``render``) and ``waits``
+(``expected_wait``). The loader, runner, reports
 and quality tools find those parts through :func:`rooms` only, so this table is the one
 place in the core that names a contract: adding a contract is adding its folders and one
 line here.
@@ -32,6 +33,7 @@ __all__ = [
     "contract_caveats",
     "contract_judges",
     "contract_linters",
+    "contract_waits",
     "room",
     "rooms",
 ]
@@ -107,3 +109,18 @@ def contract_caveats() -> dict[str, ContractJudge]:
 def contract_judges() -> dict[str, tuple[ContractJudge, ContractJudge]]:
     """contract -> (oracle over universal rules, judge of the scenario's own ``then``)."""
     return {r.name: (r.module("oracle").check, r.module("expect").check) for r in rooms()}
+
+
+#: (given, when) -> seconds a correct implementation deliberately waits (its limits).
+WaitEstimate = Callable[[dict[str, Any], list[Any]], float]
+
+
+@cache
+def contract_waits() -> dict[str, WaitEstimate]:
+    """contract -> how long its scenarios deliberately wait (``waits.expected_wait``).
+
+    Only for ordering: the scenarios that wait longest start first. A room without a
+    ``waits`` module has none listed, and its scenarios count as not waiting.
+    """
+    found = {r.name: r.optional_module("waits") for r in rooms()}
+    return {name: module.expected_wait for name, module in found.items() if module is not None}

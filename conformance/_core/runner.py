@@ -32,6 +32,7 @@ from seamspec.conformance._core.errors import ImplementationError, Unsupported
 from seamspec.conformance._core.manifest import ExpectedFailure
 from seamspec.conformance._core.registry import contract_caveats, contract_judges
 from seamspec.conformance._core.scenario import Scenario
+from seamspec.conformance._core.schedule import longest_first_side_by_side
 
 __all__ = ["Finding", "RunResult", "Runner", "ScenarioResult", "Status"]
 
@@ -229,7 +230,18 @@ def summary_line(summary: dict[str, int]) -> str:
     return line
 
 
+#: The most trace data (its JSON length) one Runner keeps in its results, for reports:
+#: past it, results keep no trace, so that an implementation that answers with huge traces
+#: cannot grow the kit's memory without end. The shipped suite's traces add up to ~13 MB.
+TRACE_BUDGET = 32 * 1024 * 1024
+
+
 def _validate_trace(trace: object) -> Trace:
+    return _checked_trace(trace)[0]
+
+
+def _checked_trace(trace: object) -> tuple[Trace, int]:
+    """The trace, if it is one, and its size as JSON."""
     if not isinstance(trace, list):
         raise ImplementationError(
             f"the adapter returned a {type(trace).__name__}, not a list of events"
@@ -240,14 +252,14 @@ def _validate_trace(trace: object) -> Trace:
                 f"trace event {index} is not an object with a string 'type': {event!r:.200}"
             )
     try:
-        json.dumps(trace)
+        size = len(json.dumps(trace))
     except (TypeError, ValueError) as error:
         raise ImplementationError(f"the trace is not JSON data: {error}") from None
-    return trace
+    return trace, size
 
 
 class Runner:
-    """Runs scenarios one at a time against ``adapter``.
+    """Runs scenarios against ``adapter``: one at a time, or several side by side (``jobs``).
 
     Each ``adapter.run`` happens in a daemon worker thread so that an implementation that
     hangs costs ``timeout`` seconds and an ``error`` status, not the whole run.
@@ -277,20 +289,47 @@ class Runner:
         self.profile = profile
         self.compare_with = compare_with
         self.info = adapter.info()
+        #: Scenarios run so far, by ID: a late error names one of them (late_results).
+        self._ran: dict[str, Scenario] = {}
+        self._kept = 0  # trace bytes kept in results so far (TRACE_BUDGET)
 
     def run(
-        self, scenarios: Iterable[Scenario], *, stop: Callable[[ScenarioResult], bool] | None = None
+        self,
+        scenarios: Iterable[Scenario],
+        *,
+        stop: Callable[[ScenarioResult], bool] | None = None,
+        jobs: int = 1,
     ) -> RunResult:
+        """Run ``scenarios`` and return their results in the order given.
+
+        ``jobs`` above 1 runs that many side by side in threads, the longest waits first
+        (:mod:`~seamspec.conformance._core.schedule`); only for an adapter whose ``run``
+        may be called from several threads at once (``concurrent_runs``). ``on_result``
+        then sees results in the order they finish. ``stop(result)`` true ends the run:
+        no further scenario starts (with ``jobs``, those already running finish, unreported).
+        """
         started = time.time()
         t0 = time.perf_counter()
+        chosen = list(scenarios)
         results: list[ScenarioResult] = []
-        for scenario in scenarios:
-            result = self.run_one(scenario)
-            results.append(result)
-            if self.on_result:
-                self.on_result(result)
-            if stop and stop(result):
-                break
+        if jobs > 1 and len(chosen) > 1:
+            results = longest_first_side_by_side(
+                self.run_one,
+                chosen,
+                jobs,
+                on_done=self.on_result or (lambda _: None),
+                stop=stop or (lambda _: False),
+            )
+        else:
+            for scenario in chosen:
+                result = self.run_one(scenario)
+                results.append(result)
+                if self.on_result:
+                    self.on_result(result)
+                self._amend_late(results)
+                if stop and stop(result):
+                    break
+        self._amend_late(results)
         return RunResult(
             self.info, results, started, time.perf_counter() - t0, self.strict, self.profile
         )
@@ -303,9 +342,40 @@ class Runner:
             return f"{self.info.name} does not declare the feature(s) {', '.join(missing)}"
         return None
 
+    def _amend_late(self, results: list[ScenarioResult]) -> None:
+        """Replace, in ``results``, each result a late error has made untrustworthy."""
+        for late in self.late_results():
+            results[:] = [late if r.scenario.id == late.scenario.id else r for r in results]
+            if self.on_result:
+                self.on_result(late)
+
+    def late_results(self) -> list[ScenarioResult]:
+        """Scenarios already run whose result the adapter has since found untrustworthy.
+
+        A wire implementation that answers a scenario twice is found out only while the
+        next one runs, or when it is stopped (``LateError``): the earlier scenario becomes
+        an ``error`` here, and the caller replaces its result. Call after ``run_one`` and
+        after closing the adapter.
+        """
+        take = getattr(self.adapter, "take_late_errors", None)
+        if take is None:
+            return []
+        amended = []
+        for late in take():
+            scenario = self._ran.get(late.scenario)
+            if scenario is None:  # named by the adapter, never run here: nothing to amend
+                continue
+            detail = f"{late.message}\n{late.context}" if late.context else late.message
+            amended.append(self._apply_manifest(ScenarioResult(scenario, "error", detail)))
+        return amended
+
     def run_one(self, scenario: Scenario) -> ScenarioResult:
         """Run and judge one scenario, then apply the expected-failure manifest."""
-        result = self._run_and_judge(scenario)
+        self._ran[scenario.id] = scenario
+        return self._apply_manifest(self._run_and_judge(scenario))
+
+    def _apply_manifest(self, result: ScenarioResult) -> ScenarioResult:
+        scenario = result.scenario
         result.profile = self.profile
         expected = self.expected_failures.get(scenario.id)
         if expected is None or result.status == "skip":
@@ -325,7 +395,7 @@ class Runner:
             return ScenarioResult(scenario, "skip", reason)
         t0 = time.perf_counter()
         try:
-            trace = _validate_trace(self._call_adapter(scenario))
+            trace, size = _checked_trace(self._call_adapter(scenario))
         except Unsupported as error:
             return ScenarioResult(scenario, "skip", str(error), duration=time.perf_counter() - t0)
         except ImplementationError as error:
@@ -333,14 +403,20 @@ class Runner:
         duration = time.perf_counter() - t0
         findings = judge(scenario, trace)
         caveats = caveats_of(scenario, trace)
+        kept = self._keep(trace, size)
         if not findings:
-            return ScenarioResult(scenario, "pass", "", [], duration, trace, caveats=caveats)
+            return ScenarioResult(scenario, "pass", "", [], duration, kept, caveats=caveats)
         detail = "\n".join(f"[{f.rule or 'then'}] {f.message}" for f in findings)
-        result = ScenarioResult(
-            scenario, "fail", detail, findings, duration, trace, caveats=caveats
-        )
+        result = ScenarioResult(scenario, "fail", detail, findings, duration, kept, caveats=caveats)
         result.expected_trace = self._comparison_trace(scenario)
         return result
+
+    def _keep(self, trace: Trace, size: int) -> Trace | None:
+        """The trace for the result, while the run's TRACE_BUDGET lasts; else None."""
+        if self._kept + size > TRACE_BUDGET:
+            return None
+        self._kept += size
+        return trace
 
     def _comparison_trace(self, scenario: Scenario) -> Trace | None:
         """The comparison implementation's trace, or None if it has none to give."""

@@ -22,8 +22,9 @@ from jsonschema.exceptions import ValidationError, best_match
 from seamspec.conformance._core.catalogue import CONTRACTS, Contract, Profile, catalogue
 from seamspec.conformance._core.errors import Problem, ScenarioError
 from seamspec.conformance._core.registry import contract_linters, room
+from seamspec.conformance._core.schema_cache import SchemaVerdicts
 from seamspec.conformance._core.suggest import did_you_mean
-from seamspec.conformance._core.yaml_loader import LoadedYaml, YamlProblem, load_yaml
+from seamspec.conformance._core.yaml_loader import LoadedYaml, YamlProblem, load_yaml, read_text
 
 __all__ = [
     "SCHEMA_ID",
@@ -181,16 +182,38 @@ def _expand(paths: Sequence[Path]) -> tuple[list[Path], list[Problem]]:
     problems: list[Problem] = []
     for path in paths:
         if path.is_dir():
-            files.extend(sorted(p for p in path.rglob("*.y*ml") if p.suffix in (".yaml", ".yml")))
-        elif path.is_file():
+            found = sorted(p for p in path.rglob("*.y*ml") if p.suffix in (".yaml", ".yml"))
+            # A folder named x.yaml is skipped; any other file that is not a regular one
+            # (a FIFO would block the read for ever) is refused by read_text.
+            files.extend(p for p in found if not p.is_dir())
+        elif path.exists():
             files.append(path)
         else:
             problems.append(Problem(str(path), None, "no such file or folder"))
     return files, problems
 
 
-def _schema_problems(file: str, loaded: LoadedYaml) -> list[Problem]:
-    validator = _validator()
+@cache
+def _verdicts() -> SchemaVerdicts:
+    """Texts already known to satisfy the schema, in this process and from earlier runs
+    (``schema_cache``): checking them is most of what loading the suite costs."""
+    return SchemaVerdicts(scenario_schema())
+
+
+def _schema_problems(file: str, loaded: LoadedYaml, text: str) -> list[Problem]:
+    verdicts = _verdicts()
+    digest = verdicts.digest(text)
+    if verdicts.known_valid(digest):
+        return []
+    problems = _validation_problems(file, loaded, _validator())
+    if not problems:
+        verdicts.add(digest)
+    return problems
+
+
+def _validation_problems(
+    file: str, loaded: LoadedYaml, validator: jsonschema.Draft202012Validator
+) -> list[Problem]:
     problems = []
     for found in sorted(validator.iter_errors(loaded.data), key=lambda e: list(e.absolute_path)):
         error = _most_specific(found)
@@ -213,8 +236,18 @@ def _schema_problems(file: str, loaded: LoadedYaml) -> list[Problem]:
                 message = f"{message}; {guess}"
         elif error.validator == "required":
             message = error.message.replace("is a required property", "is missing (required)")
-        problems.append(Problem(file, line, f"at {where}: {message}", _hint(error)))
+        problems.append(
+            Problem(file, line, f"at {_shorten(where)}: {_shorten(message)}", _hint(error))
+        )
     return problems
+
+
+def _shorten(text: str, limit: int = 300) -> str:
+    """A message quotes the offending value: keep a 60 KiB string from filling the screen
+    (the end stays: it says what is wrong with the value)."""
+    if len(text) <= limit:
+        return text
+    return f"{text[: limit - 100]} ...({len(text) - limit + 40:,} characters)... {text[-60:]}"
 
 
 def _first_required(error: ValidationError) -> str:
@@ -263,6 +296,9 @@ def _hint(error: ValidationError) -> str:
         return "check the spelling; `seamspec schema` prints the whole schema"
     if error.validator == "type":
         return "YAML turned the value into another type; quote it if it should be a string"
+    if error.validator == "pattern" and isinstance(error.schema, dict):
+        meant = error.schema.get("description")
+        return f"expected {meant}" if isinstance(meant, str) else ""
     return ""
 
 
@@ -270,12 +306,14 @@ def _catalogue_problems(file: str, loaded: LoadedYaml) -> list[Problem]:
     data = loaded.data
     problems = []
     rules = catalogue()
-    for index, rule_id in enumerate(data.get("rules", [])):
+    cited = data.get("rules", [])
+    contract = data.get("contract")
+    for index, rule_id in enumerate(cited if isinstance(cited, list) else []):
         if not isinstance(rule_id, str):
             continue
         line = loaded.line_of(("rules", index))
         if rule_id not in rules:
-            known = [r.id for r in rules.rules_of(data.get("contract", ""))]
+            known = [r.id for r in rules.rules_of(contract)] if isinstance(contract, str) else []
             guess = did_you_mean(rule_id, known or [r.id for r in rules])
             problems.append(
                 Problem(
@@ -285,7 +323,7 @@ def _catalogue_problems(file: str, loaded: LoadedYaml) -> list[Problem]:
                     "run `seamspec rules` to list the rules",
                 )
             )
-        elif rules[rule_id].contract != data.get("contract"):
+        elif rules[rule_id].contract != contract:
             problems.append(
                 Problem(
                     file, line, f"rule {rule_id} belongs to contract {rules[rule_id].contract!r}"
@@ -298,7 +336,10 @@ def _profile_problems(file: str, loaded: LoadedYaml) -> list[Problem]:
     """A scenario that pins only seamspec's decisions must say it is in the strict profile."""
     data, rules = loaded.data, catalogue()
     problems: list[Problem] = []
-    cited = [r for r in data.get("rules", []) if isinstance(r, str) and r in rules]
+    listed = data.get("rules", [])
+    cited = (
+        [r for r in listed if isinstance(r, str) and r in rules] if isinstance(listed, list) else []
+    )
     upstream_profile = data.get("profile", "upstream") == "upstream"
     if cited and upstream_profile and all(rules[r].profile == "strict" for r in cited):
         problems.append(
@@ -313,86 +354,124 @@ def _profile_problems(file: str, loaded: LoadedYaml) -> list[Problem]:
     return problems
 
 
+#: At most this many problems are listed for one file: a file with hundreds of errors
+#: is usually one mistake repeated, and the other files' problems must stay visible.
+MAX_PROBLEMS_PER_FILE = 20
+
+
 def validate_files(paths: Sequence[Path]) -> tuple[list[Scenario], list[Problem]]:
-    """Load and check every scenario file under ``paths``; return scenarios and all problems."""
+    """Load and check every scenario file under ``paths``; return scenarios and all problems.
+
+    Each file is checked on its own: whatever one file holds, the others are still
+    checked and their problems reported.
+    """
     files, problems = _expand(paths)
     scenarios: list[Scenario] = []
     seen_ids: dict[str, str] = {}
     for path in files:
         file = str(path)
         try:
-            loaded = load_yaml(path.read_text(encoding="utf-8"))
-        except UnicodeDecodeError as error:
-            problems.append(Problem(file, None, f"not UTF-8 text: {error.reason}"))
-            continue
-        except YamlProblem as error:
-            problems.append(
-                Problem(
-                    file, error.line, error.message, "fix the YAML; `seamspec validate` rechecks"
-                )
-            )
-            continue
-        data = loaded.data
-        if not isinstance(data, dict):
-            problems.append(
+            scenario, found = _check_file(path, seen_ids)
+        except Exception as error:  # a bug in the kit: said so, and the other files go on
+            scenario, found = None, [_kit_bug(file, type(error).__name__, str(error))]
+        if len(found) > MAX_PROBLEMS_PER_FILE:
+            more = len(found) - MAX_PROBLEMS_PER_FILE
+            found = found[:MAX_PROBLEMS_PER_FILE] + [
+                Problem(file, found[MAX_PROBLEMS_PER_FILE].line, f"... and {more} more problem(s)")
+            ]
+        problems.extend(found)
+        if scenario is not None:
+            scenarios.append(scenario)
+    _verdicts().save()
+    return scenarios, problems
+
+
+def _kit_bug(file: str, kind: str, message: str) -> Problem:
+    return Problem(
+        file,
+        1,
+        f"seamspec could not check this file ({kind}: {message:.200}); this is a bug in "
+        "seamspec, not in the file",
+        "please report it with the file attached",
+    )
+
+
+def _read(path: Path) -> tuple[LoadedYaml, str] | Problem:
+    file = str(path)
+    try:
+        text = read_text(path)
+        return load_yaml(text), text
+    except OSError as error:
+        return Problem(file, None, f"cannot read the file: {error.strerror or error}")
+    except YamlProblem as error:
+        return Problem(
+            file,
+            error.line,
+            error.message,
+            error.hint or "fix the YAML; `seamspec validate` rechecks",
+        )
+
+
+def _check_file(path: Path, seen_ids: dict[str, str]) -> tuple[Scenario | None, list[Problem]]:
+    file = str(path)
+    read = _read(path)
+    if isinstance(read, Problem):
+        return None, [read]
+    loaded, text = read
+    data = loaded.data
+    if not isinstance(data, dict):
+        kind = "null" if data is None else type(data).__name__
+        return None, [
+            Problem(file, 1, f"the document is a {kind}, not a mapping of scenario fields")
+        ]
+    found = _schema_problems(file, loaded, text) + _catalogue_problems(file, loaded)
+    if not found:
+        lint = contract_linters().get(data["contract"])
+        for at, message in lint(data) if lint else ():
+            found.append(Problem(file, loaded.line_of(at), message))
+    if not found:
+        found = _profile_problems(file, loaded)
+    scenario_id = data.get("id")
+    if isinstance(scenario_id, str):
+        if scenario_id in seen_ids:
+            found.append(
                 Problem(
                     file,
-                    1,
-                    f"the document is a {type(data).__name__}, not a mapping of scenario fields",
+                    loaded.line_of(("id",)),
+                    f"duplicate scenario ID {scenario_id!r:.100} (also in {seen_ids[scenario_id]})",
+                    "scenario IDs are stable and unique; pick a new one",
                 )
             )
-            continue
-        found = _schema_problems(file, loaded) + _catalogue_problems(file, loaded)
-        if not found:
-            lint = contract_linters().get(data["contract"])
-            for at, message in lint(data) if lint else ():
-                found.append(Problem(file, loaded.line_of(at), message))
-        if not found:
-            found = _profile_problems(file, loaded)
-        scenario_id = data.get("id")
-        if isinstance(scenario_id, str):
-            if scenario_id in seen_ids:
-                found.append(
-                    Problem(
-                        file,
-                        loaded.line_of(("id",)),
-                        f"duplicate scenario ID {scenario_id!r} (also in {seen_ids[scenario_id]})",
-                        "scenario IDs are stable and unique; pick a new one",
-                    )
+        else:
+            seen_ids[scenario_id] = file
+        if path.stem != scenario_id:
+            found.append(
+                Problem(
+                    file,
+                    loaded.line_of(("id",)),
+                    f"file name {path.name!r} does not match the scenario ID {scenario_id!r:.100}",
+                    f"rename the file to {scenario_id:.100}.yaml",
                 )
-            else:
-                seen_ids[scenario_id] = file
-            if path.stem != scenario_id:
-                found.append(
-                    Problem(
-                        file,
-                        loaded.line_of(("id",)),
-                        f"file name {path.name!r} does not match the scenario ID {scenario_id!r}",
-                        f"rename the file to {scenario_id}.yaml",
-                    )
-                )
-        if found:
-            problems.extend(found)
-            continue
-        scenarios.append(
-            Scenario(
-                id=data["id"],
-                title=data["title"],
-                contract=data["contract"],
-                rules=tuple(data["rules"]),
-                level=data["level"],
-                tags=tuple(data["tags"]),
-                requires=tuple(data.get("requires", ())),
-                description=data["description"],
-                given=data["given"],
-                when=data["when"],
-                then=data["then"],
-                source=file,
-                raw=data,
-                profile=data.get("profile", "upstream"),
             )
-        )
-    return scenarios, problems
+    if found:
+        return None, found
+    scenario = Scenario(
+        id=data["id"],
+        title=data["title"],
+        contract=data["contract"],
+        rules=tuple(data["rules"]),
+        level=data["level"],
+        tags=tuple(data["tags"]),
+        requires=tuple(data.get("requires", ())),
+        description=data["description"],
+        given=data["given"],
+        when=data["when"],
+        then=data["then"],
+        source=file,
+        raw=data,
+        profile=data.get("profile", "upstream"),
+    )
+    return scenario, []
 
 
 def load_scenarios(paths: Iterable[Path] | None = None) -> list[Scenario]:

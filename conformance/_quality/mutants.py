@@ -36,8 +36,15 @@ def all_mutants() -> dict[str, Any]:
 
 
 def mutant_adapter(name: str, backend: str = "asyncio") -> PythonAdapter:
+    """The named mutant as an adapter whose scenarios may run side by side.
+
+    Every room builds its mutants like its reference: fresh objects and a fresh event
+    loop per scenario, nothing shared, so the kit runs them concurrently, as it does the
+    reference (``concurrent_runs``).
+    """
     for module in _modules():
         if name in module.MUTANTS:
             adapter: PythonAdapter = module.mutant_adapter(name, backend)
+            adapter.concurrent_runs = True
             return adapter
     raise KeyError(name)

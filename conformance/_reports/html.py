@@ -17,6 +17,7 @@ from seamspec.conformance._core.catalogue import Rule, catalogue
 from seamspec.conformance._reports.html_failures import CSS as FAILURE_CSS
 from seamspec.conformance._reports.html_failures import failure_html, scrub_paths
 from seamspec.conformance._reports.json_junit import verdict_word
+from seamspec.conformance._reports.summaries import by_declaration
 
 __all__ = ["html_report"]
 
@@ -100,7 +101,13 @@ def html_report(reports: list[dict[str, Any]]) -> str:
             f'<span class="{"ok" if ok else "bad"}">{escape(word)}</span>: '
             f"{s['passed']} passed, {s['failed']} failed, {s['errors']} errors, {s['skipped']} skipped, "
             f"{s['xfailed']} xfail, {s['xpassed']} xpass, {s['warnings']} warnings, "
-            f"{s.get('recommendations', 0)} strict-profile recommendations</div>"
+            f"{s.get('recommendations', 0)} strict-profile recommendations"
+            + "".join(
+                f'<br><span class="caveat">{escape(rule)} judged by declaration in '
+                f"{len(ids)} passing scenario(s): the kit could not watch it</span>"
+                for rule, ids in sorted(by_declaration(report).items())
+            )
+            + "</div>"
         )
     out.append(
         '<h2 id="contracts">Per contract</h2><table id="contract-summary"><tr><th>contract</th>'

@@ -10,7 +10,22 @@ from typing import Any
 
 from seamspec.conformance._reports.json_junit import verdict_word
 
-__all__ = ["badge_json", "compare_reports", "markdown_summary"]
+__all__ = ["badge_json", "by_declaration", "compare_reports", "markdown_summary"]
+
+
+def by_declaration(report: dict[str, Any]) -> dict[str, list[str]]:
+    """Per rule, the passing scenarios that judged it only on what the implementation declared.
+
+    Over the wire the kit cannot watch, for instance, an implementation's fsyncs; such a
+    pass is weaker evidence than one the kit saw, and every report format says so.
+    """
+    found: dict[str, list[str]] = {}
+    for result in report["results"]:
+        if result["status"] not in ("pass", "xpass"):
+            continue
+        for caveat in result.get("judged_by_declaration", []):
+            found.setdefault(caveat["rule"], []).append(result["scenario"])
+    return found
 
 
 def _must_counts(report: dict[str, Any]) -> tuple[int, int]:
@@ -53,6 +68,15 @@ def markdown_summary(reports: list[dict[str, Any]]) -> str:
             f"{s['failed']} | {s['errors']} | {s['skipped']} | {s['xfailed']} | {s['xpassed']} | "
             f"{s['warnings']} | {s.get('recommendations', 0)} | {verdict} |"
         )
+    for report in reports:
+        declared = by_declaration(report)
+        if declared:
+            lines += ["", f"### {report['implementation']['name']}: judged by declaration", ""]
+            lines += [
+                f"- {rule}: {len(ids)} passing scenario(s) judged on what the implementation "
+                "declared, not on what the kit saw"
+                for rule, ids in sorted(declared.items())
+            ]
     for report in reports:
         bad = [r for r in report["results"] if r["counts_as"] in ("failure", "error", "xpass")]
         if not bad:

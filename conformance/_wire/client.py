@@ -16,15 +16,21 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from seamspec import __version__
-from seamspec.conformance._core.adapter import ImplementationInfo, Trace
+from seamspec.conformance._core.adapter import ImplementationInfo, LateError, Trace
 from seamspec.conformance._core.errors import ImplementationError, Unsupported
-from seamspec.conformance._wire.child import EOF, HandshakeError, WireChild
+from seamspec.conformance._wire.child import EOF, HandshakeError, StreamLimit, WireChild
+from seamspec.conformance._wire.exchange import (
+    Exchange,
+    Ledger,
+    Stale,
+    Unplaced,
+    stderr_context,
+)
 from seamspec.conformance._wire.kit_side import KitSides
 from seamspec.conformance._wire.messages import (
     ANSWERS,
     PROTOCOL_VERSION,
     PROTOCOL_VERSIONS,
-    RESPONSES,
     ProtocolError,
     decode_line,
     info_from_started,
@@ -91,6 +97,8 @@ class WireAdapter:
         self.protocol: int | None = None
         self._fallbacks = 0  # children started again only to offer an older version
         self._kit_sides = KitSides()
+        #: What was asked of which child and answered: to place lines out of turn.
+        self._ledger = Ledger()
 
     @property
     def restarts(self) -> int:
@@ -129,6 +137,7 @@ class WireAdapter:
             self._children.discard(child)
             if self._child is child:
                 self._child = None
+        self._ledger.forget(child)
 
     def _handshake(self, child: WireChild) -> ImplementationInfo:
         mark = child.stderr_mark()
@@ -143,13 +152,21 @@ class WireAdapter:
                 },
                 deadline,
             )
-        line = child.receive(deadline)
+        try:
+            line = child.receive(deadline)
+        except StreamLimit as limit:
+            child.kill()
+            raise HandshakeError(
+                f"{what} {limit}, before answering the start message"
+                + "\n"
+                + stderr_context(child, mark),
+            ) from None
         if line is None:
             child.kill()
             raise HandshakeError(
                 f"{what} did not answer the start message within {self.handshake_timeout:g} s"
                 + "\n"
-                + self._stderr(child, mark),
+                + stderr_context(child, mark),
             )
         if line == EOF:
             code = child.exit_code_after_eof()
@@ -157,7 +174,7 @@ class WireAdapter:
             raise HandshakeError(
                 f"{what} {how} before answering the start message"
                 + "\n"
-                + self._stderr(child, mark),
+                + stderr_context(child, mark),
             )
         try:
             message = decode_line(line, expected=("started", "error"), strict=True)
@@ -165,7 +182,7 @@ class WireAdapter:
             child.kill()
             raise HandshakeError(
                 f"{what} answered the start message with an invalid line: {error}\n"
-                f"  line: {quote(line)}" + "\n" + self._stderr(child, mark),
+                f"  line: {quote(line)}" + "\n" + stderr_context(child, mark),
             ) from None
         if message["type"] == "error":
             child.kill()
@@ -173,7 +190,7 @@ class WireAdapter:
                 f"{what} refused the handshake (protocol {self._offer} offered): "
                 f"{message['message']}"
                 + "\n"
-                + self._stderr(child, mark, message.get("context", "")),
+                + stderr_context(child, mark, message.get("context", "")),
             )
         version = message["protocol"]
         if version not in PROTOCOL_VERSIONS or version > self._offer:
@@ -183,7 +200,7 @@ class WireAdapter:
                 f"{what} speaks protocol version {version}; this kit offered {self._offer} "
                 f"and speaks versions {speaks}\n  line: {quote(line)}"
                 + "\n"
-                + self._stderr(child, mark),
+                + stderr_context(child, mark),
             )
         if self.protocol is None:
             self.protocol = self._offer = version
@@ -194,18 +211,6 @@ class WireAdapter:
                 f"{self.protocol}"
             )
         return info_from_started(message)
-
-    @staticmethod
-    def _stderr(child: WireChild, mark: int, extra: str = "") -> str:
-        """The ``context`` for an error: what the implementation said, then its stderr."""
-        lines = child.stderr_since(mark)
-        parts = [extra] if extra else []
-        if lines:
-            parts.append("stderr of the implementation (last lines):")
-            parts.extend(f"  {text}" for text in lines)
-        else:
-            parts.append("(the implementation wrote nothing to stderr)")
-        return "\n".join(parts)
 
     def info(self) -> ImplementationInfo:
         """Start the child and do the handshake, once; raise :class:`HandshakeError`."""
@@ -267,7 +272,25 @@ class WireAdapter:
             self._forget(child)
 
     def _run_locked(self, request: Mapping[str, Any]) -> Trace:
+        """One scenario; once more on a fresh child if the first child's line was not
+        about this scenario (a late answer to an earlier one) or may not have been."""
         scenario = str(request.get("id", "?"))
+        try:
+            return self._attempt(request, scenario)
+        except Stale:
+            return self._attempt(request, scenario)  # a fresh child knows no earlier seq
+        except Unplaced as doubt:
+            # A fresh child has answered no earlier scenario: if it answers this one
+            # properly, the seq-less error was about the scenario answered before it.
+            try:
+                trace = self._attempt(request, scenario)
+            except Unsupported:
+                self._ledger.late(doubt.late_error())
+                raise
+            self._ledger.late(doubt.late_error())
+            return trace
+
+    def _attempt(self, request: Mapping[str, Any], scenario: str) -> Trace:
         child = self._current_child(scenario)
         with self._kit_sides.open(request, self.protocol or 1) as kit_side:
             trace = self._perform(child, kit_side.request if kit_side else request, scenario)
@@ -275,66 +298,36 @@ class WireAdapter:
                 return trace
             return kit_side.finish(trace, lambda name, body: self._ask(child, request, name, body))
 
+    def _exchange(self, child: WireChild, scenario: str) -> Exchange:
+        return Exchange(
+            child,
+            scenario,
+            self._ledger,
+            timeout=self.request_timeout,
+            strict=self.strict,
+            discard=self._discard_child,
+        )
+
     def _perform(self, child: WireChild, request: Mapping[str, Any], scenario: str) -> Trace:
+        exchange = self._exchange(child, scenario)
+        exchange.expect_quiet()
         self._seq += 1
-        seq = self._seq
         fields = ("id", "contract", "given", "when", "resources")
         message = {
             "type": "run",
-            "seq": seq,
+            "seq": self._seq,
             "request": {k: request[k] for k in fields if k in request},
         }
         if self.strict:
             validate(message, "run")
-        mark = child.stderr_mark()
-        deadline = time.monotonic() + self.request_timeout
-        sent = True
-        with contextlib.suppress(OSError):  # if it died, the read below reports the exit
-            sent = child.send(message, deadline)
-        line = child.receive(deadline) if sent else None
-        if line is None:
-            self._discard_child()
-            raise ImplementationError(
-                f"the implementation did not {'answer' if sent else 'read'} scenario {scenario} within "
-                f"{self.request_timeout:g} s (--request-timeout); it was killed and will be "
-                "restarted for the next scenario",
-                context=self._stderr(child, mark),
-            )
-        if line == EOF:
-            code = child.exit_code_after_eof()
-            self._discard_child()
-            how = (
-                "closed its stdout"
-                if code is None
-                else f"was killed by signal {-code}"
-                if code < 0
-                else f"exited with code {code}"
-            )
-            raise ImplementationError(
-                f"the implementation {how} while running scenario {scenario}; it will be "
-                "restarted for the next scenario",
-                context=self._stderr(child, mark),
-            )
-        try:
-            answer = decode_line(line, expected=RESPONSES, strict=self.strict)
-            if "seq" in answer and answer["seq"] != seq:
-                raise ProtocolError(
-                    f"the answer has seq {answer['seq']}; the run message had {seq}"
-                )
-        except ProtocolError as error:
-            self._discard_child()
-            raise ImplementationError(
-                f"scenario {scenario}: the implementation broke the protocol: {error}\n"
-                f"  line: {quote(line)}",
-                context=self._stderr(child, mark),
-            ) from None
+        answer = exchange.perform(self._seq, message)
         if answer["type"] == "skip":
             raise Unsupported(answer["reason"])
         if answer["type"] == "error":
             context = answer.get("context", "")
             raise ImplementationError(
                 f"the implementation reported an error in scenario {scenario}: {answer['message']}",
-                context=self._stderr(child, mark, context if isinstance(context, str) else ""),
+                context=exchange.context(context if isinstance(context, str) else ""),
             )
         trace: Trace = answer["trace"]
         return trace
@@ -345,45 +338,26 @@ class WireAdapter:
         """Send one ``query`` about the scenario just performed; return its ``answer``."""
         scenario = str(request.get("id", "?"))
         self._seq += 1
-        seq = self._seq
         message = {
-            "type": "query", "seq": seq, "contract": request["contract"], "query": name,
+            "type": "query", "seq": self._seq, "contract": request["contract"], "query": name,
             "body": body,
         }  # fmt: skip
         if self.strict:
             validate(message, "query")
-        mark = child.stderr_mark()
-        deadline = time.monotonic() + self.request_timeout
-        sent = True
-        with contextlib.suppress(OSError):
-            sent = child.send(message, deadline)
-        line = child.receive(deadline) if sent else None
-        if line is None or line == EOF:
-            self._discard_child()
-            raise ImplementationError(
-                f"the implementation did not answer the {name} query of scenario {scenario} "
-                f"within {self.request_timeout:g} s, or exited; it will be restarted",
-                context=self._stderr(child, mark),
-            )
-        try:
-            answer = decode_line(line, expected=ANSWERS, strict=self.strict)
-            if answer.get("seq") != seq:
-                raise ProtocolError(f"the answer has seq {answer.get('seq')}; the query had {seq}")
-        except ProtocolError as error:
-            self._discard_child()
-            raise ImplementationError(
-                f"scenario {scenario}: the implementation broke the protocol answering the "
-                f"{name} query: {error}\n  line: {quote(line)}",
-                context=self._stderr(child, mark),
-            ) from None
+        exchange = self._exchange(child, scenario)
+        answer = exchange.perform(self._seq, message, expected=ANSWERS, what=f"the {name} query")
         if answer["type"] == "error":
             raise ImplementationError(
                 f"the implementation could not answer the {name} query of scenario "
                 f"{scenario}: {answer['message']}",
-                context=self._stderr(child, mark),
+                context=exchange.context(),
             )
         result: dict[str, Any] = answer["answer"]
         return result
+
+    def take_late_errors(self) -> list[LateError]:
+        """Problems with scenarios already answered (each returned once): see LateError."""
+        return self._ledger.take()
 
     def close(self) -> None:
         """Stop the child cleanly (``stop``, then its group is killed after a grace period).
@@ -399,7 +373,18 @@ class WireAdapter:
         for other in others:
             other.kill()
         if child is not None:
-            self.exit_code = child.stop()
+            previous = self._ledger.last(child)
+            self.exit_code, stray = child.stop()
+            self._ledger.forget(child)
+            if stray and previous is not None:
+                lines = "\n".join(f"  line: {text}" for text in stray)
+                self._ledger.late(
+                    LateError(
+                        previous,
+                        f"scenario {previous}: the implementation broke the protocol: after "
+                        f"its answer to this scenario, it wrote more before it stopped:\n{lines}",
+                    )
+                )
 
     def __enter__(self) -> WireAdapter:
         return self

@@ -52,6 +52,10 @@ _ALL = (*KIT_MESSAGES, "started", *RESPONSES, "answer")
 
 #: How much of an offending line an error message quotes.
 QUOTE_LIMIT = 300
+#: The most JSON values (strings, objects, arrays, elements) one message may hold, and
+#: the line length from which that is counted (see ``_check_values``).
+MAX_VALUES = 100_000
+CHECKED_FROM = 1024 * 1024
 
 
 class ProtocolError(Exception):
@@ -60,8 +64,14 @@ class ProtocolError(Exception):
 
 def quote(line: str | bytes) -> str:
     """The offending line as a reader should see it: repr-quoted, cut at QUOTE_LIMIT."""
-    text = line.decode("utf-8", errors="replace") if isinstance(line, bytes) else line
-    text = text.rstrip("\r\n")
+    if isinstance(line, bytes):
+        # Only the head is decoded: a line can be as long as the kit's read limit.
+        size = len(line.rstrip(b"\r\n")) if len(line) < 4096 else len(line)
+        text = line[: 4 * QUOTE_LIMIT].decode("utf-8", errors="replace").rstrip("\r\n")
+        if size > len(text.encode()) or len(text) > QUOTE_LIMIT:
+            return f"{text[:QUOTE_LIMIT]!r}... ({size} bytes)"
+        return repr(text)
+    text = line.rstrip("\r\n")
     if len(text) > QUOTE_LIMIT:
         return f"{text[:QUOTE_LIMIT]!r}... ({len(text)} characters)"
     return repr(text)
@@ -131,12 +141,46 @@ def _light_check(message: dict[str, Any], kind: str) -> None:
         raise ProtocolError(f"the {kind} message needs an integer 'seq'")
 
 
+def _check_values(line: bytes) -> None:
+    """Refuse a long line holding more JSON values than any message needs.
+
+    Parsed, JSON grows: ``{},`` is three bytes on the wire and some 70 in memory, so the
+    line limit alone (``child.STDOUT_LINE_LIMIT``) does not bound the kit's memory. This
+    counts strings and containers and separators outside strings, exactly, without
+    parsing: escaped backslashes and quotes removed, every quote left opens or closes a
+    string. Lines up to :data:`CHECKED_FROM` bytes cannot hold enough values to matter.
+    """
+    if len(line) <= CHECKED_FROM:
+        return
+    plain = line.replace(b"\\\\", b"").replace(b'\\"', b"")
+    values = plain.count(b'"') // 2  # the strings
+    start = 0
+    while values <= MAX_VALUES:  # then the separators between them, without copies
+        opening = plain.find(b'"', start)
+        end = len(plain) if opening < 0 else opening
+        values += sum(plain.count(mark, start, end) for mark in (b",", b"[", b"{"))
+        if values > MAX_VALUES:
+            break
+        if opening < 0:
+            return
+        closing = plain.find(b'"', opening + 1)
+        if closing < 0:
+            return  # an unterminated string: the parser says so
+        start = closing + 1
+    raise ProtocolError(
+        f"the line ({len(line)} bytes) holds more than {MAX_VALUES} JSON values (the kit "
+        "reads at most that many per message; the largest trace of the shipped suite has "
+        "a few hundred)"
+    )
+
+
 def decode_line(line: bytes, *, expected: tuple[str, ...], strict: bool) -> dict[str, Any]:
     """Parse one line the implementation wrote, as one of the ``expected`` message types.
 
     Raises :class:`ProtocolError` for a line that is not UTF-8 JSON, not an object, of an
     unknown or unexpected type, or (``strict``) not valid against its schema.
     """
+    _check_values(line)
     try:
         text = line.decode("utf-8")
     except UnicodeDecodeError:
@@ -148,6 +192,10 @@ def decode_line(line: bytes, *, expected: tuple[str, ...], strict: bool) -> dict
             f"the line is not JSON ({error.msg} at column {error.colno}); "
             "only protocol messages may go to stdout: write logs to stderr"
         ) from None
+    except RecursionError:
+        raise ProtocolError("the line nests its JSON too deeply to be read") from None
+    except ValueError as error:  # for instance an integer of more digits than Python reads
+        raise ProtocolError(f"the line is not JSON the kit can read: {error}") from None
     if not isinstance(message, dict):
         raise ProtocolError(f"a message must be a JSON object, not a {type(message).__name__}")
     kind = message.get("type")

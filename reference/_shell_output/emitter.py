@@ -5,7 +5,8 @@ console script). A scenario can only ever run this program, with its script as d
 a scenario file can never become an arbitrary command line. Any adapter, in any
 language, runs it as an ordinary command.
 
-The script is a JSON object ``{"gates": DIR, "steps": [...]}``; each step is one of:
+The script is a JSON object ``{"gates": DIR, "reached": DIR, "alive": FILE, "steps":
+[...]}``; each step is one of:
 
 - ``{"out": TEXT}`` / ``{"err": TEXT}``: write the UTF-8 bytes of TEXT to stdout/stderr;
 - ``{"out_hex": HEX}`` / ``{"err_hex": HEX}``: write raw bytes (may be invalid UTF-8);
@@ -14,14 +15,35 @@ The script is a JSON object ``{"gates": DIR, "steps": [...]}``; each step is one
   releases it by creating that file), polling every few milliseconds;
 - ``{"sleep": SECONDS}``: sleep (benchmarks only; scenarios use gates);
 - ``{"hang": true}``: block forever (until killed);
-- ``{"exit": CODE}``: exit at once with CODE.
+- ``{"exit": CODE}``: exit at once with CODE;
+- ``{"grandchild": "hang"}``: fork a grandchild that keeps stdout and stderr open and
+  blocks until killed, then go on at once. It stays in the emitter's process group, so
+  killing the group is what ends it; killing only the emitter leaves the pipes open.
+
+``reached`` (optional) is a folder: before waiting on gate NAME the emitter creates the
+file ``reached/NAME``, so the kit knows that everything the script writes before that
+gate has been written to the pipes.
+
+``alive`` (optional) is how the kit sees, on its own, whether any process of this
+invocation is still running: the emitter opens FILE, takes a shared ``flock`` on it and
+writes its process ID there before anything else; every grandchild inherits that lock.
+The lock goes away only when the last of them has exited, so a kit that can take an
+exclusive lock on FILE knows that the emitter and all its grandchildren are gone.
 
 Every write goes straight to the file descriptor (no buffering) so that each step is
 visible to the parent as soon as it is done. Without an ``exit`` step the code is 0.
+
+An emitter never outlives its scenario: while it waits on a gate or hangs, it exits
+with code 125 as soon as the gate folder is gone (the scenario ended) or its parent
+process has died (it was re-parented), so that an interrupted kit leaves no process
+polling forever. A ``grandchild`` watches the gate folder only: outliving the emitter
+is what it is for.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 import sys
@@ -30,12 +52,27 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-__all__ = ["PATTERN", "expected_output", "flood_bytes", "main"]
+__all__ = ["PATTERN", "expected_output", "flood_bytes", "has_grandchild", "main"]
 
 #: The bytes ``flood`` repeats: one 64-byte line, so a prefix is easy to eyeball.
 PATTERN = b"0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_\n"
 GATE_POLL = 0.002
+#: How often a hanging emitter checks that its scenario still exists.
+HANG_POLL = 0.05
+#: The exit code of an emitter that ended because its scenario did.
+ORPHANED = 125
 _FD = {"stdout": 1, "stderr": 2}
+
+
+class _Orphaned(Exception):
+    """The gate folder is gone or the parent died: nobody will ever release a gate."""
+
+
+def _check_alive(gates: Path, parent: int | None) -> None:
+    if parent is not None and os.getppid() != parent:
+        raise _Orphaned("its parent process died")
+    if not gates.is_dir():
+        raise _Orphaned(f"its gate folder {gates} is gone")
 
 
 def flood_bytes(count: int) -> bytes:
@@ -58,6 +95,7 @@ def _writes(steps: list[dict[str, Any]]) -> Iterator[tuple[str, bytes]]:
             yield str(step["flood"]), flood_bytes(int(step["bytes"]))
         elif "exit" in step or "hang" in step:
             return
+        # a grandchild writes nothing: it only keeps the pipes open
 
 
 def expected_output(steps: list[dict[str, Any]]) -> dict[str, bytes]:
@@ -78,6 +116,49 @@ def expected_exit(steps: list[dict[str, Any]]) -> int | None:
     return 0
 
 
+def has_grandchild(steps: list[dict[str, Any]]) -> bool:
+    """Whether the script starts a grandchild that keeps the pipes open."""
+    return any("grandchild" in step for step in steps)
+
+
+#: The alive file's descriptor (see the module's docstring), once the lock is held.
+_alive: list[int] = []
+
+
+def _hold_alive_lock(path: str) -> None:
+    """Take the shared lock that says "a process of this invocation is alive" (see above).
+
+    The descriptor is deliberately never closed: it lives as long as this process and is
+    inherited by every grandchild it forks, which appends its own process ID.
+    """
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    fcntl.flock(fd, fcntl.LOCK_SH)
+    _alive.append(fd)
+    _note_pid()
+
+
+def _note_pid() -> None:
+    for fd in _alive:
+        os.write(fd, f"{os.getpid()}\n".encode())
+
+
+def _hang(gates: Path, parent: int | None) -> None:
+    while True:
+        _check_alive(gates, parent)
+        time.sleep(HANG_POLL)
+
+
+def _fork_grandchild(gates: Path) -> None:
+    """A grandchild in our process group, holding our stdout and stderr, until killed
+    (or until the scenario is over: its gate folder gone)."""
+    if os.fork() == 0:
+        try:
+            _note_pid()
+            _hang(gates, None)
+        finally:
+            os._exit(0)
+
+
 def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
@@ -85,16 +166,33 @@ def _write_all(fd: int, data: bytes) -> None:
 
 
 def run(script: dict[str, Any]) -> int:
+    try:
+        return _run(script)
+    except _Orphaned as why:
+        with contextlib.suppress(OSError):
+            os.write(2, f"seamspec-emitter: exiting: {why}\n".encode())
+        return ORPHANED
+
+
+def _run(script: dict[str, Any]) -> int:
     gates = Path(script.get("gates", "."))
+    parent = os.getppid()
+    if script.get("alive"):
+        _hold_alive_lock(str(script["alive"]))
+    reached = Path(script["reached"]) if script.get("reached") else None
     for step in script["steps"]:
         if "wait" in step:
+            if reached is not None:
+                (reached / str(step["wait"])).touch()
             while not (gates / str(step["wait"])).exists():
+                _check_alive(gates, parent)
                 time.sleep(GATE_POLL)
         elif "sleep" in step:
             time.sleep(float(step["sleep"]))
         elif "hang" in step:
-            while True:
-                time.sleep(3600)
+            _hang(gates, parent)
+        elif "grandchild" in step:
+            _fork_grandchild(gates)
         elif "exit" in step:
             return int(step["exit"])
         elif "flood" in step:
@@ -109,14 +207,31 @@ def run(script: dict[str, Any]) -> int:
     return 0
 
 
+_USAGE = (
+    "usage: seamspec-emitter SCRIPT_JSON  (or python -m seamspec.reference._shell_output.emitter)"
+)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
+    if args in (["-h"], ["--help"]):
+        print(f"{_USAGE}\n\n{__doc__ or ''}".rstrip())
+        return 0
     if len(args) != 1:
+        print(f"{_USAGE}; see --help", file=sys.stderr)
+        return 2
+    try:
+        script = json.loads(args[0])
+    except ValueError as error:
+        print(f"seamspec-emitter: SCRIPT_JSON is not JSON ({error}); see --help", file=sys.stderr)
+        return 2
+    if not isinstance(script, dict) or not isinstance(script.get("steps"), list):
         print(
-            "usage: python -m seamspec.reference._shell_output.emitter SCRIPT_JSON", file=sys.stderr
+            'seamspec-emitter: SCRIPT_JSON must be an object {"steps": [...]}; see --help',
+            file=sys.stderr,
         )
         return 2
-    return run(json.loads(args[0]))
+    return run(script)
 
 
 if __name__ == "__main__":

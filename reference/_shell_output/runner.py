@@ -265,14 +265,14 @@ class ShellRunner:
             if limit.cancelled_caught:
                 timed_out = True
                 self._on_timeout(session)
-                kill_group(process)
+                self._kill(process)
                 with anyio.CancelScope(shield=True), anyio.move_on_after(KILL_GRACE):
                     await done.wait()
         except BaseException:
             # Cancelled by the caller (or interrupted): observation ends now; the waiter
             # thread reaps the killed child and closes everything on its own.
             self._stop(session)
-            kill_group(process)
+            self._kill(process)
             raise
         finally:
             done.release()
@@ -337,6 +337,10 @@ class ShellRunner:
     def _on_timeout(self, session: ObservationSession | None) -> None:
         """The time limit behaves as a cancellation (SOO-TIMEOUT)."""
         self._stop(session)
+
+    def _kill(self, process: subprocess.Popen[bytes]) -> None:
+        """End the command: its whole process group, grandchildren included (SOO-TIMEOUT-GROUP)."""
+        kill_group(process)
 
     def _on_spawn_error(self, session: ObservationSession | None) -> None:
         """Observation began but the command could not start: no ``on_finish``."""

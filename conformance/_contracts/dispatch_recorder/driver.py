@@ -36,6 +36,7 @@ from seamspec.conformance._contracts.dispatch_recorder.scripted import (
 )
 from seamspec.conformance._core.adapter import Trace
 from seamspec.conformance._core.errors import ImplementationError, Unsupported
+from seamspec.conformance._core.settle import all_tasks_blocked
 from seamspec.conformance._core.tracer import Tracer
 from seamspec.reference import DispatchRecorder, KeySigner, Message, Signer
 
@@ -211,7 +212,7 @@ class _Run:
                 f"step {index}: {what} did not happen within {WAIT_LIMIT} s",
                 context=self.tracer.tail(),
             ) from None
-        await anyio.wait_all_tasks_blocked()
+        await all_tasks_blocked()
 
     async def _step(
         self, index: int, step: dict[str, Any], recorder: DispatchRecorder | None, group: TaskGroup
@@ -232,7 +233,7 @@ class _Run:
         elif verb == "release":
             self.tracer.emit("gate_released", gate=body)
             self.gates[body].set()
-            await anyio.wait_all_tasks_blocked()
+            await all_tasks_blocked()
         elif verb == "release_late":
             await self._wait(
                 index, f"a call blocked on gate {body}", lambda: body in self.gates.entered
@@ -244,7 +245,7 @@ class _Run:
             )
             self.tracer.emit("gate_released", gate=body, after_limit=limit)
             self.gates[body].set()
-            await anyio.wait_all_tasks_blocked()
+            await all_tasks_blocked()
         elif verb == "cancel":
             self.tracer.emit("cancel_requested")
             self.cancelled = True

@@ -79,6 +79,12 @@ def journal_problems(data: dict[str, Any]) -> list[Problem]:
         if verb != "tamper_journal":
             continue
         op = step[verb]
+        if "swap" in op and len(set(_indexes(op))) < 2:
+            problems.append((
+                ("when", index, verb),
+                f"swap names entry {_indexes(op)[0]} twice: nothing would change, yet the "
+                "verifier would be expected to find the tampering",
+            ))  # fmt: skip
         for entry in _indexes(op):
             if entry >= max(lines, 1):
                 problems.append((

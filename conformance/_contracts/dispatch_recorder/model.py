@@ -9,7 +9,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from seamspec.conformance._contracts.dispatch_recorder.journal_lint import journal_problems
+from seamspec.conformance._contracts.dispatch_recorder.journal_lint import (
+    journal_problems,
+    most_entries,
+)
 
 __all__ = [
     "PRE_KINDS",
@@ -135,6 +138,12 @@ def lint(data: dict[str, Any]) -> list[tuple[tuple[str | int, ...], str]]:
             problems.append(
                 (at, f"{verb} needs the journal recorder (`recorder: {{journal: true}}`)")
             )
+        elif verb == "wait_record" and int(body.get("count", 1)) > most_entries(given):
+            problems.append((
+                at,
+                f"waits for {body.get('count', 1)} record calls, but the policy asks for "
+                f"only {most_entries(given)} mutation(s), one record each",
+            ))  # fmt: skip
     if journal:
         problems.extend(journal_problems(data))
     late = any(b.get("late") for b in _behaviours(recorder, "record"))

@@ -10,6 +10,13 @@ every pipe-draining thread the implementation reports through ``thread_hook``, a
 thread of every callback. The oracle compares labels only. Scripted observers block on
 gates that steps release; at the end every gate is released so no thread outlives the
 scenario, and the driver waits for the implementation to go idle so the trace is whole.
+
+What matters most is what the kit sees itself, not what the implementation says: the
+invocation ID and the thread of every callback are what the scripted observer received
+and ran on; before it releases an emitter's gate, the driver looks for the threads that
+are reading that child's pipes (:func:`evidence.pipe_readers`) and labels them
+``drain`` itself; after a time limit, it checks that no process of the command is left
+(:func:`evidence.alive`); and it times every call and cancellation on its own clock.
 """
 
 from __future__ import annotations
@@ -18,6 +25,7 @@ import json
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -25,13 +33,16 @@ from typing import Any, Protocol, runtime_checkable
 import anyio
 from anyio.abc import TaskGroup, TaskStatus
 
+from seamspec.conformance._contracts.shell_output import evidence
 from seamspec.conformance._contracts.shell_output.model import (
     behaviour_for,
     budget,
+    cancel_target,
     cap,
     emitted_bytes,
     has_finish,
     step_verb,
+    time_limit,
 )
 from seamspec.conformance._core.adapter import Trace
 from seamspec.conformance._core.errors import ImplementationError
@@ -46,6 +57,12 @@ WAIT_LIMIT = 5.0
 CALL_LIMIT = 5.0
 #: A program that cannot exist, for scenarios where spawning must fail.
 MISSING_PROGRAM = "/nonexistent/seamspec-missing-program"
+#: How long after a timed-out call returned the kit waits for its processes to be gone.
+GROUP_GRACE = 2.0
+#: How long the driver looks for a child's pipe readers before it releases a gate.
+PROBE_LIMIT = 0.2
+#: How long the driver waits for a running child to reach a gate it is about to release.
+REACH_LIMIT = 2.0
 
 
 def emitter_command(script: Mapping[str, Any]) -> list[str]:
@@ -100,6 +117,11 @@ class _Threads:
             if thread not in self._labels:
                 self._labels[thread] = f"t{len(self._labels) + 1}"
             return self._labels[thread]
+
+    def by_native_id(self, native_id: int) -> str | None:
+        """The label of this process's live thread with that system ID (None: not Python's)."""
+        thread = next((t for t in threading.enumerate() if t.native_id == native_id), None)
+        return None if thread is None else self.label(thread)
 
 
 def _stream_name(stream: object) -> str:
@@ -179,6 +201,10 @@ class _Run:
         self.threads = _Threads()
         self.gate_dir = tmp / "gates"
         self.gate_dir.mkdir()
+        self.alive_dir = tmp / "alive"
+        self.alive_dir.mkdir()
+        self.running: set[str] = set()
+        self._readers: set[tuple[str, str]] = set()
         self._gates: dict[str, threading.Event] = {}
         self._gates_lock = threading.Lock()
         self.refused: set[tuple[str, ...]] = set()
@@ -225,6 +251,9 @@ class _Run:
                 await self._wait_calls(kit_timeout=False)
         finally:
             self._release_all()
+            for left in self.alive_dir.iterdir():
+                if left.is_file():
+                    evidence.kill_survivors(left)
         idle = await anyio.to_thread.run_sync(self.shell.wait_idle, WAIT_LIMIT)
         self.tracer.emit("idle", ok=bool(idle))
         return self.tracer.events
@@ -289,24 +318,88 @@ class _Run:
             self.tracer.emit("finish_requested", call=body)
             await self._sync(body, self.sessions[body].finish)
         elif verb == "cancel":
-            self.tracer.emit("cancel_requested", call=body)
-            self.cancelled.add(body)
-            if body in self.sessions:
-                await self._sync(body, self.sessions[body].cancel)
-            else:
-                self.scopes[body].cancel()
-            self.tracer.emit("cancel_returned", call=body)
+            await self._cancel(cancel_target(body))
         elif verb == "join":
             with anyio.move_on_after(WAIT_LIMIT):
                 await self.done[body].wait()
             if not self.done[body].is_set():
                 self.tracer.emit("kit_timeout", call=body, waiting="join")
         elif verb == "release":
+            await self._probe_readers(body)
             self.tracer.emit("gate_released", gate=body)
             self.observer_gate(body).set()
             (self.gate_dir / body).touch()
         elif verb == "wait_entered":
             await self._wait_entered(index, body)
+
+    async def _cancel(self, ident: str) -> None:
+        """Cancel a session, or a started run and wait until it has ended, timing it.
+
+        What the caller waits for is the cancellation as a whole: for a session its
+        ``cancel()``, for a run until the cancelled call has ended (at most the kit's
+        limit; past it, ``kit_timeout``).
+        """
+        self.tracer.emit("cancel_requested", call=ident)
+        self.cancelled.add(ident)
+        started = time.monotonic()
+        if ident in self.sessions:
+            await self._sync(ident, self.sessions[ident].cancel)
+        else:
+            self.scopes[ident].cancel()
+            with anyio.move_on_after(WAIT_LIMIT):
+                await self.done[ident].wait()
+            if not self.done[ident].is_set():
+                self.tracer.emit("kit_timeout", call=ident, waiting="cancel")
+        self.tracer.emit("cancel_returned", call=ident, elapsed=time.monotonic() - started)
+
+    async def _probe_readers(self, gate: str) -> None:
+        """Before a child's gate opens: wait until the child is there, then find its readers.
+
+        A running child whose script waits on the gate is first given up to
+        :data:`REACH_LIMIT` to reach it (the emitter marks it), so everything it writes
+        before the gate is in the pipes. Then whoever drains those pipes reads it and
+        blocks reading again; the driver looks for such threads for at most
+        :data:`PROBE_LIMIT`, until a reader of each stream is found, and labels them
+        (see the module's docstring). Found readers also mean the output before the gate
+        has been read and offered, which makes what follows the release deterministic
+        for implementations that read on threads.
+        """
+        waiting = [
+            body["id"]
+            for step in self.when
+            if step_verb(step) in ("run", "start")
+            for body in [step[step_verb(step)]]
+            if body["id"] in self.running and any(s.get("wait") == gate for s in body["script"])
+        ]
+        for ident in waiting:
+            mark = self.alive_dir / f"{ident}.reached" / gate
+            deadline = time.monotonic() + REACH_LIMIT
+            while ident in self.running and not mark.exists() and time.monotonic() < deadline:
+                await anyio.sleep(0.002)
+            deadline = time.monotonic() + PROBE_LIMIT
+            while True:
+                found = evidence.pipe_readers(self.alive_dir / ident)
+                for tids in found.values():
+                    for tid in tids:
+                        self._note_reader(ident, tid)
+                if len(found) == 2 or time.monotonic() >= deadline:
+                    break
+                await anyio.sleep(0.005)
+
+    def _note_reader(self, ident: str, native_id: int) -> None:
+        label = self.threads.by_native_id(native_id) or f"native-{native_id}"
+        if (ident, label) not in self._readers:
+            self._readers.add((ident, label))
+            self.tracer.emit("thread", role="drain", call=ident, thread=label, seen_by="kit")
+
+    async def _check_group(self, ident: str) -> None:
+        """After a time limit: is any process of the command still there? (SOO-TIMEOUT-GROUP)"""
+        path = self.alive_dir / ident
+        deadline = time.monotonic() + GROUP_GRACE
+        while (left := evidence.alive(path)) and time.monotonic() < deadline:
+            await anyio.sleep(0.01)
+        if left is not None:
+            self.tracer.emit("group_check", call=ident, alive=left)
 
     async def _wait_entered(self, index: int, body: dict[str, Any]) -> None:
         wanted = int(body.get("count", 1))
@@ -337,20 +430,32 @@ class _Run:
     ) -> None:
         ident = body["id"]
         done = self.done.setdefault(ident, anyio.Event())
-        script = {"call": ident, "gates": str(self.gate_dir), "steps": body.get("script", [])}
+        reached = self.alive_dir / f"{ident}.reached"
+        reached.mkdir()
+        script = {
+            "call": ident,
+            "gates": str(self.gate_dir),
+            "reached": str(reached),
+            "alive": str(self.alive_dir / ident),
+            "steps": body.get("script", []),
+        }
         argv = emitter_command(script)
         if body.get("missing_program"):
             argv[0] = MISSING_PROGRAM
         if body.get("refused"):
             self.refused.add(tuple(argv))
         observer = self.observers.get(body["observer"]) if "observer" in body else None
-        timeout = body.get("timeout", self.given.get("timeout"))
+        timeout = time_limit(self.given, body)
         self.tracer.emit("run_start", call=ident)
+        self.running.add(ident)
+        started = time.monotonic()
+        timed_out = False
         try:
             with anyio.CancelScope() as scope:
                 self.scopes[ident] = scope
                 scope.deadline = anyio.current_time() + CALL_LIMIT
                 task_status.started()
+                started = time.monotonic()
                 try:
                     result = await self.shell.run(
                         argv,
@@ -361,17 +466,25 @@ class _Run:
                         ),
                     )
                 except anyio.get_cancelled_exc_class():
+                    elapsed = time.monotonic() - started
                     if ident not in self.cancelled:
                         self.tracer.emit("kit_timeout", call=ident, waiting="run")
-                    self.tracer.emit("run_end", call=ident, outcome="cancelled")
+                    self.tracer.emit("run_end", call=ident, outcome="cancelled", elapsed=elapsed)
                     raise
                 except Exception as error:
-                    self.tracer.emit("run_end", call=ident, outcome="raised", error=repr(error))
+                    self.tracer.emit(
+                        "run_end",
+                        call=ident,
+                        outcome="raised",
+                        error=repr(error),
+                        elapsed=time.monotonic() - started,
+                    )
                     return
                 self.tracer.emit(
                     "run_end",
                     call=ident,
                     outcome="returned",
+                    elapsed=time.monotonic() - started,
                     result={
                         "exit_code": result.exit_code,
                         "stdout_hex": bytes(result.stdout).hex(),
@@ -381,5 +494,9 @@ class _Run:
                         "timed_out": bool(result.timed_out),
                     },
                 )
+                timed_out = bool(result.timed_out)
+            if timed_out:  # outside the kit's own limit: this is the kit's time
+                await self._check_group(ident)
         finally:
+            self.running.discard(ident)
             done.set()

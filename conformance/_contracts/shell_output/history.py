@@ -2,6 +2,13 @@
 
 The oracle's rules read this index instead of the raw event list, so each rule is a few
 lines about the contract rather than about finding events.
+
+A call's invocation ID is what its observer was *called with*, as the kit's scripted
+observer saw it, wherever that can be told: when no other call of the scenario uses the
+same observer, every callback it got belongs to that call. Only when an observer is
+shared, or was never called, does the index fall back to the ID the implementation
+reported (the ``invocation`` event), and then only an ID its callbacks confirm or
+nothing contradicts. Where the two disagree, :attr:`History.id_problems` says so.
 """
 
 from __future__ import annotations
@@ -30,13 +37,32 @@ class Call:
     ident: str
     verb: str
     body: dict[str, Any]
+    #: The step's position in ``when``.
+    step: int = 0
+    #: The invocation ID as the kit established it (see the module's docstring).
     invocation: int | None = None
+    #: The ID the implementation reported taking, and where in the trace.
+    reported: int | None = None
     invocation_at: int | None = None
+    #: Where the call began (``run_start``): anything traced before it came before it.
+    start_at: int | None = None
     end: dict[str, Any] | None = None
     end_at: int | None = None
     finish_at: int | None = None
     cancel_at: int | None = None
+    #: The ``cancel_returned`` event of the cancel step, if any.
+    cancel_end: dict[str, Any] | None = None
+    #: After a time limit: whether a process of the command was still running.
+    group_alive: bool | None = None
     kit_timeouts: list[int] = field(default_factory=list)
+
+    @property
+    def refused(self) -> bool:
+        return bool(self.body.get("refused"))
+
+    @property
+    def observer(self) -> str | None:
+        return self.body.get("observer")
 
 
 class History:
@@ -50,10 +76,10 @@ class History:
         self.cap = cap(self.given)
         self.entries = {o["name"]: o for o in self.given.get("observers", [])}
         self.calls: dict[str, Call] = {}
-        for step in self.when:
+        for index, step in enumerate(self.when):
             verb = step_verb(step)
             if verb in CALL_VERBS:
-                self.calls[step[verb]["id"]] = Call(step[verb]["id"], verb, step[verb])
+                self.calls[step[verb]["id"]] = Call(step[verb]["id"], verb, step[verb], index)
         self.caller: set[str] = set()
         self.drains: set[str] = set()
         self.by_invocation: dict[int, list[tuple[int, dict[str, Any]]]] = defaultdict(list)
@@ -72,16 +98,88 @@ class History:
                 self.waits.append((i, e))
             elif call is None:
                 continue
+            elif kind == "run_start":
+                call.start_at = i
             elif kind == "invocation":
-                call.invocation, call.invocation_at = int(e["invocation"]), i
+                call.reported, call.invocation_at = int(e["invocation"]), i
             elif kind == "run_end":
                 call.end, call.end_at = e, i
             elif kind == "finish_requested":
                 call.finish_at = i
             elif kind == "cancel_requested":
                 call.cancel_at = i
+            elif kind == "cancel_returned":
+                call.cancel_end = e
+            elif kind == "group_check":
+                call.group_alive = bool(e.get("alive"))
             elif kind == "kit_timeout":
                 call.kit_timeouts.append(i)
+        #: (rule, explanation) for every way the reported IDs and the observed ones differ.
+        self.id_problems: list[tuple[str, str]] = []
+        self._attribute_ids()
+
+    # -- invocation IDs -----------------------------------------------------------------
+
+    def seen_by(self, observer: str) -> dict[int, int]:
+        """The invocation IDs ``observer`` was called with, each with its first trace index."""
+        seen: dict[int, int] = {}
+        for invocation, events in self.by_invocation.items():
+            for i, e in events:
+                if e.get("observer") == observer:
+                    seen.setdefault(invocation, i)
+        return seen
+
+    def users(self, observer: str) -> list[Call]:
+        return [c for c in self.calls.values() if c.observer == observer]
+
+    def _attribute_ids(self) -> None:
+        for call in self.calls.values():
+            call.invocation = call.reported
+            if call.observer is None:
+                continue
+            seen = self.seen_by(call.observer)
+            if len(self.users(call.observer)) > 1:
+                continue  # shared: only the report can say which callbacks are whose
+            if len(seen) > 1:
+                self.id_problems.append(
+                    (
+                        "SOO-IDS",
+                        f"{call.ident}: its observer {call.observer} was called with several "
+                        f"invocation IDs {sorted(seen)} for one invocation",
+                    )
+                )
+            if not seen:
+                continue
+            observed = min(seen, key=lambda k: seen[k])
+            if call.reported is not None and call.reported != observed:
+                self.id_problems.append(
+                    (
+                        "SOO-IDS",
+                        f"{call.ident}: reported invocation ID {call.reported}, but its "
+                        f"observer was called with {observed}",
+                    )
+                )
+            call.invocation = observed
+            if call.invocation_at is None:
+                call.invocation_at = seen[observed]
+
+    def with_ids(self) -> list[Call]:
+        """The calls that took an ID, lowest ID first."""
+        took = [c for c in self.calls.values() if c.invocation is not None]
+        return sorted(took, key=lambda c: (c.invocation or 0, c.step))
+
+    @staticmethod
+    def created_before(first: Call, second: Call) -> bool:
+        """Whether ``first`` certainly took its ID before ``second`` was even started.
+
+        Only then does "IDs increase in creation order" say which must be lower: two calls
+        started back to back may take their IDs in either order.
+        """
+        return (
+            first.invocation_at is not None
+            and second.start_at is not None
+            and first.invocation_at < second.start_at
+        )
 
     def in_flight(self, at: int, *, exclude: int | None = None) -> set[int]:
         """Invocations with a callback entered but not exited at trace index ``at``."""
@@ -131,8 +229,9 @@ class History:
             return "SOO-TIMEOUT", call.end_at or 0, "the time limit"
         if end.get("outcome") == "raised":
             return "SOO-ERROR-NO-FINISH", call.end_at or 0, "the invocation failed"
-        if end.get("outcome") == "cancelled":
-            return "SOO-CANCEL", call.end_at or 0, "the kit cancelled it"
+        # A call the kit itself had to cancel (it hung) is judged by what held it up
+        # (``kit_timeout``), not by its callbacks: whether it had completed, and so owed
+        # on_finish, before the kit gave up is something the trace cannot tell.
         return None
 
     def completed(self, call: Call) -> bool:

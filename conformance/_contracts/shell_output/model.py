@@ -7,20 +7,30 @@ applies or which gate a step releases.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
-from seamspec.reference._shell_output.emitter import expected_exit, expected_output
+from seamspec.reference._shell_output.emitter import (
+    expected_exit,
+    expected_output,
+    has_grandchild,
+)
 
 __all__ = [
     "CALL_VERBS",
     "DEFAULT_CAP",
+    "LIVE_BUDGET_FEATURE",
+    "SCRIPT_LIMIT",
     "behaviour_for",
     "budget",
+    "cancel_target",
     "cap",
     "expected_exit",
     "expected_output",
+    "has_grandchild",
     "lint",
     "step_verb",
+    "time_limit",
 ]
 
 #: Steps that create an invocation (a call), by the driver that performs them.
@@ -30,8 +40,14 @@ CALL_VERBS = (*PROCESS_VERBS, *SESSION_VERBS)
 HOOKS = ("on_output", "on_finish")
 DEFAULT_CAP = 1024 * 1024
 
+#: The most bytes an emitter script may take as JSON. The driver passes it as one
+#: command-line argument (see ``emitter_command``), and Linux refuses an argument longer
+#: than 128 KiB ("Argument list too long"); the rest is room for the gate folder's path.
+SCRIPT_LIMIT = 100_000
+
 PROCESS_FEATURE = "soo-process"
 SESSION_FEATURE = "soo-session"
+LIVE_BUDGET_FEATURE = "soo-live-budget"
 
 
 def step_verb(step: dict[str, Any]) -> str:
@@ -46,6 +62,17 @@ def cap(given: dict[str, Any]) -> int:
 def budget(given: dict[str, Any]) -> int:
     """The live per-stream budget: the output cap unless the scenario sets its own."""
     return int(given.get("budget", cap(given)))
+
+
+def time_limit(given: dict[str, Any], body: dict[str, Any]) -> float | None:
+    """The time limit of one `run`/`start` (its own, else the scenario's), or None."""
+    value = body.get("timeout", given.get("timeout"))
+    return None if value is None else float(value)
+
+
+def cancel_target(body: str | dict[str, Any]) -> str:
+    """The call a `cancel` step names (``cancel: ID`` or ``cancel: {id, within}``)."""
+    return body if isinstance(body, str) else str(body["id"])
 
 
 def behaviour_for(entry: dict[str, Any], hook: str, call_index: int) -> dict[str, Any]:
@@ -102,6 +129,19 @@ def lint(data: dict[str, Any]) -> list[tuple[tuple[str | int, ...], str]]:
         problems.append((("requires",), f"open steps need `requires: [{SESSION_FEATURE}]`"))
     if verbs & set(PROCESS_VERBS) and verbs & {"open", "emit", "finish"}:
         problems.append((("when",), "a scenario drives either processes or sessions, not both"))
+    if (
+        verbs & set(PROCESS_VERBS)
+        and budget(given) != cap(given)
+        and LIVE_BUDGET_FEATURE not in requires
+    ):
+        problems.append(
+            (
+                ("given", "budget"),
+                f"a live budget apart from the output cap needs `requires: [{LIVE_BUDGET_FEATURE}]` "
+                "in a process scenario (upstream's runners always use the cap as the budget)",
+            )
+        )
+    cancelled = {cancel_target(s["cancel"]) for s in when if step_verb(s) == "cancel"}
     for index, step in enumerate(when):
         verb = step_verb(step)
         body = step[verb]
@@ -115,19 +155,43 @@ def lint(data: dict[str, Any]) -> list[tuple[tuple[str | int, ...], str]]:
             if verb == "open" and "observer" not in body:
                 problems.append((at, "a session needs an observer"))
             gates |= script_gates(body.get("script", []))
+            bounded = time_limit(given, body) is not None or body["id"] in cancelled
+            if has_grandchild(body.get("script", [])) and not bounded:
+                problems.append(
+                    (at, "a grandchild hangs until killed: give the call a `timeout` or cancel it")
+                )
+            if "within" in body and not bounded:
+                problems.append(
+                    (
+                        at,
+                        "`within` bounds a call only where a rule promises a duration: under "
+                        "a time limit (SOO-TIMEOUT) or on a call the scenario cancels "
+                        "(SOO-CANCEL); a plain run's duration is the child's",
+                    )
+                )
+            size = len(json.dumps(body.get("script", [])))
+            if size > SCRIPT_LIMIT:
+                problems.append((
+                    (*at, "script"),
+                    f"the emitter script of {body['id']!r} is {size:,} bytes as JSON; the "
+                    f"limit is {SCRIPT_LIMIT:,}, because it is passed as one command-line "
+                    "argument (use `flood` steps for large output)",
+                ))  # fmt: skip
         elif verb in ("emit", "finish"):
             ident = body["id"] if verb == "emit" else body
             if calls.get(ident) != "open":
                 problems.append((at, f"{verb} names {ident!r}, which no earlier `open` opened"))
-        elif verb == "cancel" and calls.get(body) not in ("start", "open"):
-            problems.append((at, f"cancel names {body!r}, not an earlier `start` or `open`"))
+        elif verb == "cancel" and calls.get(cancel_target(body)) not in ("start", "open"):
+            problems.append(
+                (at, f"cancel names {cancel_target(body)!r}, not an earlier `start` or `open`")
+            )
         elif verb == "join" and calls.get(body) != "start":
             problems.append((at, f"join names {body!r}, which no earlier `start` started"))
         elif verb == "release" and body not in gates:
             problems.append((at, f"gate {body!r} is not used by any observer or script"))
         elif verb == "wait_entered" and body["observer"] not in names:
             problems.append((at, f"unknown observer {body['observer']!r}"))
-    for section in ("outputs", "finishes"):
+    for section in ("outputs", "finishes", "chunks", "callbacks"):
         for key in then.get(section, {}):
             if key not in names:
                 problems.append((("then", section, key), f"unknown observer {key!r}"))

@@ -14,366 +14,27 @@ Watch the kit catch one::
 
 from __future__ import annotations
 
-import contextvars
-import sys
-import threading
-from collections.abc import Sequence
-from dataclasses import dataclass, replace
-from typing import Any
-
-import anyio
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass
 
 from seamspec import __version__
-from seamspec.conformance._contracts.shell_output.driver import ShellOutputDriver
+from seamspec.conformance._contracts.shell_output import mutant_runners as runners
+from seamspec.conformance._contracts.shell_output import mutant_sessions as sessions
+from seamspec.conformance._contracts.shell_output.driver import (
+    ShellOutputDriver,
+    ShellOutputImplementation,
+)
+from seamspec.conformance._contracts.shell_output.outsiders import batch1
 from seamspec.conformance._contracts.shell_output.reference_adapter import ReferenceShellOutput
 from seamspec.conformance._core.python_adapter import PythonAdapter
-from seamspec.reference import (
-    ObservationSession,
-    SessionPhase,
-    ShellOutputStream,
-    ShellResult,
-    ShellRunner,
-)
-from seamspec.reference._shell_output.session import Item, _Finish
+from seamspec.reference import ObservationSession, ShellRunner
 
 __all__ = ["MUTANTS", "Mutant", "mutant_adapter"]
 
 
 def _with_session(session: type[ObservationSession]) -> type[ShellRunner]:
     return type(f"RunnerWith{session.__name__}", (ShellRunner,), {"session_class": session})
-
-
-# -- session mutants ----------------------------------------------------------------------
-
-
-class _EmptyWhenSpent(ObservationSession):
-    """Once a stream's budget is spent, still calls on_output, with an empty chunk."""
-
-    def _accept(self, stream: ShellOutputStream, chunk: bytes) -> bytes | None:
-        accepted = super()._accept(stream, chunk)
-        return b"" if accepted is None else accepted
-
-
-class _Decoded(ObservationSession):
-    """Cleans chunks up as UTF-8 text (invalid or split sequences become U+FFFD)."""
-
-    def _accept(self, stream: ShellOutputStream, chunk: bytes) -> bytes | None:
-        accepted = super()._accept(stream, chunk)
-        return None if accepted is None else accepted.decode("utf-8", "replace").encode()
-
-
-class _Lifo(ObservationSession):
-    """Presents the newest queued chunk first (a stack instead of a queue)."""
-
-    def _next_item(self) -> Item:
-        if len(self._queue) > 1 and isinstance(self._queue[-1], _Finish):
-            item = self._queue[-2]
-            del self._queue[-2]
-            return item
-        return self._queue.pop()
-
-
-class _SharedBudget(ObservationSession):
-    """Counts stdout and stderr against one budget for the whole invocation."""
-
-    def _accept(self, stream: ShellOutputStream, chunk: bytes) -> bytes | None:
-        return super()._accept(ShellOutputStream.STDOUT, chunk)
-
-
-class _ZeroUnlimited(ObservationSession):
-    """Treats a budget of 0 as "no limit", as many config options do."""
-
-    def __init__(self, invocation: int, observer: Any, budget: int) -> None:
-        super().__init__(invocation, observer, budget or sys.maxsize)
-
-
-class _DeliverOnFeeder(ObservationSession):
-    """Calls on_output right away on the thread that offers the chunk (the drain)."""
-
-    def offer(self, stream: ShellOutputStream | str, chunk: bytes) -> None:
-        stream = ShellOutputStream(stream)
-        with self._cond:
-            if self._phase is not SessionPhase.ACTIVE or self._disabled:
-                return
-            accepted = self._accept(stream, chunk)
-        if accepted:
-            try:
-                self._deliver(stream, accepted)
-            except Exception:
-                with self._cond:
-                    self._on_panic()
-
-
-class _ThreadPerCallback(ObservationSession):
-    """Runs each on_output on a fresh thread (one at a time), not the session's thread."""
-
-    def _deliver(self, stream: ShellOutputStream, chunk: bytes) -> None:
-        failure: list[BaseException] = []
-
-        def call() -> None:
-            try:
-                super(_ThreadPerCallback, self)._deliver(stream, chunk)
-            except Exception as error:
-                failure.append(error)
-
-        worker = threading.Thread(target=call, daemon=True)
-        worker.start()
-        worker.join()
-        if failure:
-            raise failure[0]
-
-
-class _OneAtATime(ObservationSession):
-    """Takes a lock shared by every session of its runner around each callback."""
-
-    shared: threading.Lock
-
-    def _deliver(self, stream: ShellOutputStream, chunk: bytes) -> None:
-        with self.shared:
-            super()._deliver(stream, chunk)
-
-    def _call_finish(self) -> None:
-        with self.shared:
-            super()._call_finish()
-
-
-class _HeldUntilEnd(ObservationSession):
-    """Holds every accepted chunk back until the invocation completes."""
-
-    def __init__(self, invocation: int, observer: Any, budget: int) -> None:
-        self._held: list[Item] = []
-        super().__init__(invocation, observer, budget)
-
-    def offer(self, stream: ShellOutputStream | str, chunk: bytes) -> None:
-        stream = ShellOutputStream(stream)
-        with self._cond:
-            if self._phase is SessionPhase.ACTIVE and not self._disabled:
-                accepted = self._accept(stream, chunk)
-                if accepted:
-                    self._held.append((stream, accepted))
-
-    def finish(self) -> None:
-        with self._cond:
-            if self._phase is SessionPhase.ACTIVE:
-                self._queue.extend(self._held)
-        super().finish()
-
-
-class _BoundedQueue(ObservationSession):
-    """A one-slot queue (back-pressure): the feeding (draining) thread waits while it is full."""
-
-    def offer(self, stream: ShellOutputStream | str, chunk: bytes) -> None:
-        with self._cond:
-            while self._queue and self._phase is SessionPhase.ACTIVE:
-                self._cond.wait(0.05)
-        super().offer(stream, chunk)
-
-
-class _FinishDropsQueue(ObservationSession):
-    """Completion drops what is still queued and says on_finish straight away."""
-
-    def finish(self) -> None:
-        with self._cond:
-            if self._phase is SessionPhase.ACTIVE:
-                self._queue.clear()
-        super().finish()
-
-
-class _AcceptsLate(ObservationSession):
-    """Keeps accepting (and presenting) chunks after completion."""
-
-    def offer(self, stream: ShellOutputStream | str, chunk: bytes) -> None:
-        stream = ShellOutputStream(stream)
-        with self._cond:
-            if self._phase is SessionPhase.CANCELLED or self._disabled:
-                return
-            accepted = self._accept(stream, chunk)
-            if accepted:
-                self._queue.append((stream, accepted))
-                self._cond.notify()
-
-    def _present(self) -> None:
-        super()._present()
-        while True:
-            with self._cond:
-                if not self._queue:
-                    self._cond.wait(0.5)
-                if not self._queue or self._phase is SessionPhase.CANCELLED:
-                    return
-                item = self._queue.popleft()
-            if not isinstance(item, _Finish):
-                self._deliver(*item)
-
-
-class _DeliversAfterPanic(ObservationSession):
-    """Logs a raising on_output and goes on delivering the queue (and on_finish)."""
-
-    def _on_panic(self) -> None:
-        pass
-
-
-class _CancelFinishes(ObservationSession):
-    """Treats cancellation as completion: drains the queue, then on_finish."""
-
-    def cancel(self) -> None:
-        self.finish()
-
-
-class _FinishPanicBreaksObserver(ObservationSession):
-    """Records an observer whose on_finish failed, so its runner can shun it."""
-
-    broken: set[int]
-
-    def _call_finish(self) -> None:
-        hook = getattr(self.observer, "on_finish", None)
-        try:
-            if hook is not None:
-                hook(self.invocation)
-        except Exception:
-            self.broken.add(id(self.observer))
-
-
-class _RecordsDelivered(ObservationSession):
-    """Remembers what it delivered (used by the envelope mutant's runner)."""
-
-    def __init__(self, invocation: int, observer: Any, budget: int) -> None:
-        self.delivered: dict[ShellOutputStream, bytes] = {s: b"" for s in ShellOutputStream}
-        super().__init__(invocation, observer, budget)
-
-    def _deliver(self, stream: ShellOutputStream, chunk: bytes) -> None:
-        self.delivered[stream] += chunk
-        super()._deliver(stream, chunk)
-
-
-# -- runner mutants -----------------------------------------------------------------------
-
-
-class _SerializingRunner(ShellRunner):
-    """Serializes callbacks across all of a runner's invocations, so panes never interleave."""
-
-    session_class = _OneAtATime
-
-    def observe(self, observer: Any) -> ObservationSession:
-        session = super().observe(observer)
-        assert isinstance(session, _OneAtATime)
-        session.shared = self.__dict__.setdefault("_shared_lock", threading.Lock())
-        return session
-
-
-class _IdsForAll(ShellRunner):
-    """Takes an invocation ID for every command, observed or not."""
-
-    async def run(self, argv: Sequence[str], **kwargs: Any) -> ShellResult:
-        if kwargs.get("observer") is None:
-            self._ids.take()
-        return await super().run(argv, **kwargs)
-
-
-class _WaitsForObserver(ShellRunner):
-    """Returns only once the observer has seen everything (waits for delivery)."""
-
-    async def run(self, argv: Sequence[str], **kwargs: Any) -> ShellResult:
-        result = await super().run(argv, **kwargs)
-        with self._lock:
-            pending = list(self._sessions)
-        await anyio.to_thread.run_sync(lambda: [s.join() for s in pending], abandon_on_cancel=True)
-        return result
-
-
-class _TimeoutFinishes(ShellRunner):
-    """On the time limit, completes observation normally (on_finish included)."""
-
-    def _on_timeout(self, session: ObservationSession | None) -> None:
-        self._complete(session)
-
-
-class _SpawnErrorFinishes(ShellRunner):
-    """When the program cannot start, completes observation normally."""
-
-    def _on_spawn_error(self, session: ObservationSession | None) -> None:
-        self._complete(session)
-
-
-class _TimeoutDropsOutput(ShellRunner):
-    """On the time limit, returns no output and exit code 124, like coreutils `timeout`."""
-
-    async def run(self, argv: Sequence[str], **kwargs: Any) -> ShellResult:
-        result = await super().run(argv, **kwargs)
-        if not result.timed_out:
-            return result
-        return replace(
-            result,
-            exit_code=124,
-            stdout=b"",
-            stderr=b"",
-            stdout_truncated=False,
-            stderr_truncated=False,
-        )
-
-
-class _IdForRefused(ShellRunner):
-    """Takes the invocation ID before asking the policy, so a refused command uses one up."""
-
-    async def run(self, argv: Sequence[str], **kwargs: Any) -> ShellResult:
-        refused = self._policy is not None and self._policy(list(argv))
-        if kwargs.get("observer") is not None and refused:
-            self._ids.take()
-        return await super().run(argv, **kwargs)
-
-
-class _RefusedAfterObserving(ShellRunner):
-    """Attaches the observer first and checks the policy after (then closes the session)."""
-
-    async def run(self, argv: Sequence[str], **kwargs: Any) -> ShellResult:
-        observer, on_invocation = kwargs.get("observer"), kwargs.get("on_invocation")
-        if observer is not None and self._policy is not None and self._policy(list(argv)):
-            session = self.observe(observer)
-            if on_invocation is not None:
-                on_invocation(session.invocation)
-            session.finish()
-        return await super().run(argv, **kwargs)
-
-
-_LAST_SESSION: contextvars.ContextVar[_RecordsDelivered | None] = contextvars.ContextVar(
-    "soo_last_session", default=None
-)
-
-
-class _EnvelopeFromObserver(ShellRunner):
-    """Builds the result from what the observer was shown, not from the pipes."""
-
-    session_class = _RecordsDelivered
-
-    def observe(self, observer: Any) -> ObservationSession:
-        session = super().observe(observer)
-        assert isinstance(session, _RecordsDelivered)
-        _LAST_SESSION.set(session)
-        return session
-
-    async def run(self, argv: Sequence[str], **kwargs: Any) -> ShellResult:
-        _LAST_SESSION.set(None)
-        result = await super().run(argv, **kwargs)
-        session = _LAST_SESSION.get()
-        if session is None:
-            return result
-        await anyio.to_thread.run_sync(session.join, 1.0)
-        out, err = (session.delivered[s] for s in ShellOutputStream)
-        return replace(result, stdout=out, stderr=err)
-
-
-class _FinishPanicRunner(ShellRunner):
-    """After an on_finish failure, the observer is considered broken for good."""
-
-    session_class = _FinishPanicBreaksObserver
-
-    def observe(self, observer: Any) -> ObservationSession:
-        broken: set[int] = self.__dict__.setdefault("_broken", set())
-        session = super().observe(observer)
-        assert isinstance(session, _FinishPanicBreaksObserver)
-        session.broken = broken
-        if id(session.observer) in broken:
-            session.cancel()
-        return session
 
 
 # -- the catalogue ------------------------------------------------------------------------
@@ -386,9 +47,15 @@ class Mutant:
     name: str
     rule: str
     statement: str
-    runner: type[ShellRunner]
+    runner: type[ShellRunner] = ShellRunner
+    #: Who wrote it: ``kit`` (against the reference) or ``outsider batch N`` (from the docs).
+    origin: str = "kit"
+    #: An outsider mutant is their own implementation with the bug, not the reference's.
+    outsider: Callable[[], ShellOutputImplementation] | None = None
 
-    def implementation(self) -> ReferenceShellOutput:
+    def implementation(self) -> ShellOutputImplementation:
+        if self.outsider is not None:
+            return self.outsider()
         return ReferenceShellOutput(self.runner)
 
 
@@ -401,32 +68,59 @@ def _m(name: str, rule: str, runner: type[ShellRunner] | type[ObservationSession
 
 
 _ALL = [
-    _m("soo-empty-chunks", "SOO-NONEMPTY", _EmptyWhenSpent),
-    _m("soo-decoded", "SOO-RAW", _Decoded),
-    _m("soo-lifo", "SOO-PIPE-ORDER", _Lifo),
-    _m("soo-shared-budget", "SOO-BUDGET", _SharedBudget),
-    _m("soo-zero-unlimited", "SOO-BUDGET-ZERO", _ZeroUnlimited),
-    _m("soo-deliver-on-drain", "SOO-THREAD", _DeliverOnFeeder),
-    _m("soo-thread-per-callback", "SOO-SERIAL", _ThreadPerCallback),
-    _m("soo-one-presenter", "SOO-ISOLATION", _SerializingRunner),
-    _m("soo-ids-for-all", "SOO-IDS", _IdsForAll),
-    _m("soo-held-until-end", "SOO-LIVE", _HeldUntilEnd),
-    _m("soo-bounded-queue", "SOO-NO-STALL", _BoundedQueue),
-    _m("soo-finish-drops-queue", "SOO-FINISH", _FinishDropsQueue),
-    _m("soo-waits-for-observer", "SOO-NO-WAIT", _WaitsForObserver),
-    _m("soo-accepts-late", "SOO-LATE", _AcceptsLate),
-    _m("soo-delivers-after-panic", "SOO-PANIC", _DeliversAfterPanic),
-    _m("soo-finish-panic-breaks-observer", "SOO-FINISH-PANIC", _FinishPanicRunner),
-    _m("soo-cancel-finishes", "SOO-CANCEL", _CancelFinishes),
-    _m("soo-timeout-finishes", "SOO-TIMEOUT", _TimeoutFinishes),
-    _m("soo-timeout-drops-output", "SOO-TIMEOUT-RESULT", _TimeoutDropsOutput),
-    _m("soo-envelope-from-observer", "SOO-ENVELOPE", _EnvelopeFromObserver),
-    _m("soo-refused-after-observing", "SOO-DENIED", _RefusedAfterObserving),
-    _m("soo-id-for-refused", "SOO-DENIED-NO-ID", _IdForRefused),
-    _m("soo-spawn-error-finishes", "SOO-ERROR-NO-FINISH", _SpawnErrorFinishes),
+    _m("soo-empty-chunks", "SOO-NONEMPTY", sessions._EmptyWhenSpent),
+    _m("soo-decoded", "SOO-RAW", sessions._Decoded),
+    _m("soo-lifo", "SOO-PIPE-ORDER", sessions._Lifo),
+    _m("soo-shared-budget", "SOO-BUDGET", sessions._SharedBudget),
+    _m("soo-zero-unlimited", "SOO-BUDGET-ZERO", sessions._ZeroUnlimited),
+    _m("soo-deliver-on-drain", "SOO-THREAD", sessions._DeliverOnFeeder),
+    _m("soo-thread-per-callback", "SOO-SERIAL", sessions._ThreadPerCallback),
+    _m("soo-one-presenter", "SOO-ISOLATION", runners._SerializingRunner),
+    _m("soo-ids-for-all", "SOO-IDS", runners._IdsForAll),
+    _m("soo-ids-skip", "SOO-IDS", runners._IdsSkip),
+    _m("soo-same-id", "SOO-IDS", runners._SameId),
+    _m("soo-ids-count-down", "SOO-IDS", runners._IdsCountDown),
+    _m("soo-numbers-chunks", "SOO-IDS", sessions._NumbersChunks),
+    _m("soo-wrong-id-in-callbacks", "SOO-IDS", sessions._WrongIdInCallbacks),
+    _m("soo-one-lane-per-observer", "SOO-ISOLATION", runners._OneObserverOneLane),
+    _m("soo-held-until-end", "SOO-LIVE", sessions._HeldUntilEnd),
+    _m("soo-bounded-queue", "SOO-NO-STALL", sessions._BoundedQueue),
+    _m("soo-finish-drops-queue", "SOO-FINISH", sessions._FinishDropsQueue),
+    _m("soo-waits-for-observer", "SOO-NO-WAIT", runners._WaitsForObserver),
+    _m("soo-accepts-late", "SOO-LATE", sessions._AcceptsLate),
+    _m("soo-delivers-after-panic", "SOO-PANIC", sessions._DeliversAfterPanic),
+    _m("soo-finish-panic-breaks-observer", "SOO-FINISH-PANIC", runners._FinishPanicRunner),
+    _m("soo-cancel-finishes", "SOO-CANCEL", sessions._CancelFinishes),
+    _m("soo-cancel-waits-for-callback", "SOO-CANCEL", sessions._CancelWaitsForCallback),
+    _m("soo-cancel-joins-presenter", "SOO-CANCEL", runners._CancelJoinsPresenter),
+    _m("soo-cancel-waits-for-child", "SOO-CANCEL", runners._CancelWaitsForChild),
+    _m("soo-timeout-not-flagged", "SOO-TIMEOUT", runners._TimeoutNotFlagged),
+    _m("soo-timeout-message", "SOO-TIMEOUT-RESULT", runners._TimeoutMessage),
+    _m("soo-refusal-only-logged", "SOO-DENIED", runners._RefusalOnlyLogged),
+    _m("soo-spawn-error-as-result", "SOO-ERROR-NO-FINISH", runners._SpawnErrorAsResult),
+    _m("soo-panic-fails-the-call", "SOO-PANIC", runners._PanicFailsTheCall),
+    _m("soo-timeout-joins-presenter", "SOO-NO-STALL", runners._TimeoutJoinsPresenter),
+    _m("soo-timeout-finishes", "SOO-TIMEOUT", runners._TimeoutFinishes),
+    _m("soo-timeout-drops-output", "SOO-TIMEOUT-RESULT", runners._TimeoutDropsOutput),
+    _m("soo-kills-leader-only", "SOO-TIMEOUT-GROUP", runners._KillsLeaderOnly),
+    _m("soo-envelope-from-observer", "SOO-ENVELOPE", runners._EnvelopeFromObserver),
+    _m("soo-refused-after-observing", "SOO-DENIED", runners._RefusedAfterObserving),
+    _m("soo-id-for-refused", "SOO-DENIED-NO-ID", runners._IdForRefused),
+    _m("soo-spawn-error-finishes", "SOO-ERROR-NO-FINISH", runners._SpawnErrorFinishes),
 ]
 
-#: Every shell-output mutant, by name.
+_ALL += [
+    Mutant(
+        m.name,
+        m.rule,
+        m.statement,
+        origin="outsider batch 1",
+        outsider=functools.partial(batch1.implementation, m.name),
+    )
+    for m in batch1.MUTANTS.values()
+]
+
+#: Every shell-output mutant, by name: the kit's own first, then each outsider batch.
 MUTANTS: dict[str, Mutant] = {m.name: m for m in _ALL}
 
 
@@ -438,5 +132,5 @@ def mutant_adapter(name: str, backend: str = "asyncio") -> PythonAdapter:
         version=__version__,
         drivers=[ShellOutputDriver(mutant.implementation())],
         backend=backend,
-        details={"mutant": name, "breaks": mutant.rule},
+        details={"mutant": name, "breaks": mutant.rule, "origin": mutant.origin},
     )

@@ -9,14 +9,19 @@ labels: only equality between them matters.
 from __future__ import annotations
 
 from collections import Counter
-from itertools import pairwise
 from typing import Any
 
 from seamspec.conformance._contracts.shell_output.history import STREAMS, Call, History
 from seamspec.conformance._contracts.shell_output.model import (
-    expected_exit,
     expected_output,
     has_finish,
+    has_grandchild,
+    time_limit,
+)
+from seamspec.conformance._contracts.shell_output.oracle_ids import check_ids
+from seamspec.conformance._contracts.shell_output.oracle_result import (
+    check_bounds,
+    check_envelope,
 )
 
 __all__ = ["check"]
@@ -35,19 +40,15 @@ class _Oracle(History):
 
     # -- the checks ---------------------------------------------------------------------
     def run(self) -> list[Violation]:
-        self.check_ids()
-        owned: set[int] = set()
+        for rule, message in check_ids(self):
+            self.flag(rule, message)
         for call in self.calls.values():
-            if call.invocation is not None:
-                owned.add(call.invocation)
             self.check_call(call)
+            for rule, message in check_bounds(self, call):
+                self.flag(rule, message)
         threads: dict[int, set[str]] = {}
         for invocation, events in self.by_invocation.items():
             threads[invocation] = {e.get("thread", "") for _, e in events}
-            if invocation not in owned:
-                self.flag(
-                    "SOO-IDS", f"callbacks for invocation {invocation}, which no call was given"
-                )
         seen: dict[str, int] = {}
         for invocation, labels in sorted(threads.items()):
             for label in labels:
@@ -74,26 +75,12 @@ class _Oracle(History):
                 )
         return self.out
 
-    def check_ids(self) -> None:
-        ordered = sorted(
-            (c for c in self.calls.values() if c.invocation is not None),
-            key=lambda c: c.invocation_at or 0,
-        )
-        ids = [c.invocation for c in ordered]
-        if len(set(ids)) != len(ids):
-            self.flag("SOO-IDS", f"invocation IDs repeat: {ids}")
-        if any(a >= b for a, b in pairwise(ids)):  # type: ignore[operator]
-            self.flag("SOO-IDS", f"invocation IDs do not increase in creation order: {ids}")
-        for c in self.calls.values():
-            if c.invocation is not None and "observer" not in c.body:
-                self.flag("SOO-IDS", f"{c.ident}: an unobserved invocation took ID {c.invocation}")
-
     def check_call(self, call: Call) -> None:
         if call.body.get("refused"):
             self.check_refused(call)
             return
         if "observer" not in call.body:
-            self.check_envelope(call, panicked=False, finish_raised=False)
+            self.check_result(call, panicked=False, finish_raised=False)
             return
         entry = self.entries[call.body["observer"]]
         events = self.by_invocation.get(call.invocation, []) if call.invocation is not None else []
@@ -159,13 +146,31 @@ class _Oracle(History):
                 allowed=allowed,
             )
         if call.verb != "open":
-            self.check_envelope(call, panicked=panic_at is not None, finish_raised=finish_raised)
+            self.check_result(
+                call,
+                panicked=panic_at is not None,
+                finish_raised=finish_raised,
+                shown=delivered,
+            )
         self.check_waits(name, call)
+
+    def check_result(
+        self,
+        call: Call,
+        *,
+        panicked: bool,
+        finish_raised: bool,
+        shown: dict[str, bytes] | None = None,
+    ) -> None:
+        for rule, message in check_envelope(
+            self, call, panicked=panicked, finish_raised=finish_raised, shown=shown
+        ):
+            self.flag(rule, message)
 
     def check_refused(self, call: Call) -> None:
         if call.invocation is not None:
             self.flag(
-                "SOO-DENIED",
+                "SOO-DENIED-NO-ID",
                 f"{call.ident}: a refused command took invocation ID {call.invocation}",
             )
             for _, e in self.by_invocation.get(call.invocation, []):
@@ -274,65 +279,20 @@ class _Oracle(History):
             for e in self.trace
         )
 
-    def check_envelope(self, call: Call, *, panicked: bool, finish_raised: bool) -> None:
-        end = call.end
-        if end is None:
-            return
-        script = call.body.get("script", [])
-        culprit = ["SOO-PANIC"] if panicked else ["SOO-FINISH-PANIC"] if finish_raised else []
-        if call.body.get("missing_program"):
-            if end.get("outcome") == "returned":
-                self.flag(
-                    "SOO-ERROR-NO-FINISH",
-                    f"{call.ident}: a program that cannot run returned a result",
-                )
-            return
-        if end.get("outcome") == "raised":
-            for rule in ["SOO-ENVELOPE", *culprit]:
-                self.flag(rule, f"{call.ident}: the command raised {end.get('error')}")
-            return
-        if end.get("outcome") != "returned":
-            return
-        result = end.get("result", {})
-        written = expected_output(script)
-        hangs = expected_exit(script) is None
-        timeout = call.body.get("timeout", self.given.get("timeout"))
-        if result.get("timed_out"):
-            if timeout is None:
-                self.flag("SOO-TIMEOUT", f"{call.ident}: timed out with no time limit")
-            if result.get("exit_code") is not None:
-                self.flag(
-                    "SOO-TIMEOUT",
-                    f"{call.ident}: timed out yet reports exit code {result.get('exit_code')}",
-                )
-            for s in STREAMS:
-                if not written[s][: self.cap].startswith(bytes.fromhex(result.get(f"{s}_hex", ""))):
-                    self.flag(
-                        "SOO-ENVELOPE",
-                        f"{call.ident}: {s} of the timed-out result is not what the child wrote",
-                    )
-            return
-        if hangs:
-            self.flag(
-                "SOO-TIMEOUT", f"{call.ident}: a command that hangs returned without timing out"
-            )
-            return
-        want: dict[str, object] = {"exit_code": expected_exit(script), "timed_out": False}
-        for s in STREAMS:
-            want[f"{s}_hex"] = written[s][: self.cap].hex()
-            want[f"{s}_truncated"] = len(written[s]) > self.cap
-        wrong = {k: (result.get(k), v) for k, v in want.items() if result.get(k) != v}
-        if wrong:
-            for rule in ["SOO-ENVELOPE", *culprit]:
-                self.flag(rule, f"{call.ident}: result fields (observed, expected): {wrong}")
-
     def check_waits(self, name: str, call: Call) -> None:
         for i in call.kit_timeouts:
             own = self.in_flight(i) & ({call.invocation} if call.invocation is not None else set())
             others = self.in_flight(i, exclude=call.invocation)
             if call.cancel_at is not None and call.cancel_at < i:
                 self.flag("SOO-CANCEL", f"{name}: the cancelled invocation did not end")
-            if call.body.get("timeout", self.given.get("timeout")) is not None:
+            limited = time_limit(self.given, call.body) is not None
+            if limited and has_grandchild(call.body.get("script", [])):
+                self.flag(
+                    "SOO-TIMEOUT-GROUP",
+                    f"{name}: the time limit did not end the invocation, whose child "
+                    "left a grandchild holding the pipes",
+                )
+            elif limited:
                 self.flag("SOO-TIMEOUT", f"{name}: the time limit did not end the invocation")
             if own:
                 self.flag("SOO-NO-WAIT", f"{name}: the invocation waited for its blocked observer")
@@ -342,7 +302,7 @@ class _Oracle(History):
                     "SOO-ISOLATION",
                     f"{name}: did not end while invocation(s) {sorted(others)} were blocked",
                 )
-            if not own and not others and call.cancel_at is None:
+            if not own and not others and call.cancel_at is None and not limited:
                 self.flag(
                     "SOO-NO-STALL", f"{name}: the invocation did not end within the kit's limit"
                 )

@@ -16,7 +16,7 @@ class ReferenceShellOutput:
     ``runner`` is the runner class to build (the kit's mutants pass broken subclasses).
     """
 
-    features: tuple[str, ...] = ("soo-process", "soo-session")
+    features: tuple[str, ...] = ("soo-process", "soo-session", "soo-live-budget")
 
     def __init__(self, runner: type[ShellRunner] = ShellRunner) -> None:
         self.runner = runner

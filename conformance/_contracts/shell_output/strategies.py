@@ -272,8 +272,8 @@ def _process_scenario(draw: st.DrawFn) -> dict[str, Any]:
             taken += 1
             ids[ident] = taken
         results[ident] = {"outcome": "raised" if kind in ("refused", "missing") else "returned"}
-        if kind == "hang":
-            results[ident].update(timed_out=True, exit_code=None)
+        if kind == "hang":  # what else a timed-out result holds is SOO-TIMEOUT-RESULT (strict)
+            results[ident].update(timed_out=True)
         elif kind == "normal":
             results[ident].update(timed_out=False, exit_code=code)
         when.append({"run": body})
@@ -292,7 +292,12 @@ def _process_scenario(draw: st.DrawFn) -> dict[str, Any]:
         + ["SOO-ERROR-NO-FINISH"],
         "level": "MUST",
         "tags": ["generated"],
-        "requires": ["soo-process"],
+        "requires": ["soo-process"]
+        + (
+            ["soo-live-budget"]
+            if budget is not None and budget != (1024 * 1024 if cap is None else cap)
+            else []
+        ),
         "description": _DESCRIPTION,
         "given": given,
         "when": when,

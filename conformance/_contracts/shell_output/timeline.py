@@ -25,6 +25,8 @@ def render(event: dict[str, Any]) -> str | None:
     call = event.get("call")
     if kind == "thread":
         where = f" for #{event['invocation']}" if event.get("invocation") is not None else ""
+        if event.get("seen_by") == "kit":
+            where = f" reading {call}'s pipes (seen by the kit)"
         return f"{event.get('role')} thread {event.get('thread')}{where}"
     if kind == "run_start":
         return f"{call}: starts"
@@ -46,13 +48,23 @@ def render(event: dict[str, Any]) -> str | None:
             if event.get("outcome") == "returned"
             else str(event.get("error", ""))
         )
-        return f"{call}: {event.get('outcome')} {detail}".rstrip()
+        took = event.get("elapsed")
+        after = f" after {took:.2f} s" if isinstance(took, (int, float)) else ""
+        return f"{call}: {event.get('outcome')} {detail}".rstrip() + after
     if kind == "finish_requested":
         return f"{call}: finish"
     if kind == "cancel_requested":
         return f"** cancel {call} **"
     if kind == "cancel_returned":
-        return f"{call}: cancel returned"
+        took = event.get("elapsed")
+        return f"{call}: cancel returned" + (
+            f" after {took:.2f} s" if isinstance(took, (int, float)) else ""
+        )
+    if kind == "group_check":
+        left = "still running" if event.get("alive") else "all gone"
+        return f"{call}: processes after the time limit: {left}"
+    if kind == "kit_timeout":
+        return f"** kit gave up waiting ({event.get('waiting')}) **"
     if kind == "gate_released":
         return f"gate {event.get('gate')} released"
     if kind == "idle":

@@ -28,6 +28,7 @@ from seamspec.conformance._contracts.write_observer_chain.model import (
 )
 from seamspec.conformance._core.adapter import Trace
 from seamspec.conformance._core.errors import ImplementationError
+from seamspec.conformance._core.settle import all_tasks_blocked
 from seamspec.conformance._core.tracer import Tracer
 
 __all__ = [
@@ -438,11 +439,11 @@ class _Run:
                     f"{wanted} time(s) within {WAIT_LIMIT} s",
                     context=self.tracer.tail(),
                 ) from None
-            await anyio.wait_all_tasks_blocked()
+            await all_tasks_blocked()
         elif verb == "release":
             self.tracer.emit("gate_released", gate=body)
             self.gates[body].set()
-            await anyio.wait_all_tasks_blocked()
+            await all_tasks_blocked()
         elif verb == "cancel":
             self.tracer.emit("cancel_requested", call=body)
             self.cancelled.add(body)

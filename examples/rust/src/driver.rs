@@ -34,6 +34,8 @@ const CALL_LIMIT: Duration = Duration::from_secs(5);
 const MISSING_PROGRAM: &str = "/nonexistent/seamspec-missing-program";
 /// The result's cap per stream when the scenario does not give one.
 const DEFAULT_CAP: usize = 1024 * 1024;
+/// How long after a timed-out call returned the driver waits for its processes to go.
+const GROUP_GRACE: Duration = Duration::from_secs(2);
 
 /// A scenario that could not be performed.
 #[derive(Debug)]
@@ -407,6 +409,7 @@ struct Scenario<'a> {
     shared: Arc<Shared>,
     folder: PathBuf,
     gate_dir: PathBuf,
+    alive_dir: PathBuf,
     budget: usize,
     runner: ShellRunner,
     observers: HashMap<String, Arc<dyn ShellOutputObserver>>,
@@ -515,10 +518,13 @@ impl<'a> Scenario<'a> {
             ));
         let folder = scratch_folder()?;
         let gate_dir = folder.join("gates");
-        if let Err(e) = std::fs::create_dir(&gate_dir) {
+        let alive_dir = folder.join("alive");
+        if let Err(e) =
+            std::fs::create_dir(&gate_dir).and_then(|()| std::fs::create_dir(&alive_dir))
+        {
             let _ = std::fs::remove_dir_all(&folder);
             return Err(DriverError::new(format!(
-                "cannot create the gate folder: {e}"
+                "cannot create the scenario's folders: {e}"
             )));
         }
         Ok(Self {
@@ -527,6 +533,7 @@ impl<'a> Scenario<'a> {
             shared,
             folder,
             gate_dir,
+            alive_dir,
             budget,
             runner,
             observers,
@@ -599,7 +606,14 @@ impl<'a> Scenario<'a> {
                 self.session(ident)?.finish();
                 Ok(())
             }
-            "cancel" => self.cancel(string(body, "cancel")?),
+            "cancel" => {
+                // `cancel: ID`, or `cancel: {id, within}` (the kit judges the bound).
+                let ident = match body.get("id") {
+                    Some(id) => string(id, "cancel.id")?,
+                    None => string(body, "cancel")?,
+                };
+                self.cancel(ident)
+            }
             "join" => {
                 let ident = string(body, "join")?;
                 let call = self.call(ident)?;
@@ -675,9 +689,12 @@ impl<'a> Scenario<'a> {
         Ok(())
     }
 
+    /// Cancel a session, or a started run and wait until it has ended; either way the
+    /// trace says how long the caller waited (`elapsed`).
     fn cancel(&mut self, ident: &str) -> Outcome<()> {
         self.emit("cancel_requested", vec![("call", Value::from(ident))]);
         lock(&self.cancelled).insert(ident.to_string());
+        let started = Instant::now();
         if let Some(session) = self.sessions.get(ident) {
             session.cancel();
         } else {
@@ -686,8 +703,23 @@ impl<'a> Scenario<'a> {
             if let Some(canceller) = canceller {
                 canceller.cancel();
             }
+            if !call.done.wait(Some(WAIT_LIMIT)) {
+                self.emit(
+                    "kit_timeout",
+                    vec![
+                        ("call", Value::from(ident)),
+                        ("waiting", Value::from("cancel")),
+                    ],
+                );
+            }
         }
-        self.emit("cancel_returned", vec![("call", Value::from(ident))]);
+        self.emit(
+            "cancel_returned",
+            vec![
+                ("call", Value::from(ident)),
+                ("elapsed", Value::from(started.elapsed().as_secs_f64())),
+            ],
+        );
         Ok(())
     }
 
@@ -740,6 +772,15 @@ impl<'a> Scenario<'a> {
                 "gates",
                 Value::from(self.gate_dir.to_string_lossy().into_owned()),
             ),
+            (
+                "alive",
+                Value::from(
+                    self.alive_dir
+                        .join(safe_name(ident)?)
+                        .to_string_lossy()
+                        .into_owned(),
+                ),
+            ),
             ("steps", steps),
         ]);
         let mut argv = (self.emitter)().map_err(DriverError::new)?;
@@ -770,7 +811,8 @@ impl<'a> Scenario<'a> {
         });
         self.calls.push((ident.clone(), Arc::clone(&call)));
         self.emit("run_start", vec![("call", Value::from(ident.as_str()))]);
-        let limit = Instant::now() + CALL_LIMIT;
+        let started = Instant::now();
+        let limit = started + CALL_LIMIT;
         let mut options = RunOptions::new().timeout(timeout);
         if let Some(observer) = observer {
             let shared = Arc::clone(&self.shared);
@@ -794,6 +836,7 @@ impl<'a> Scenario<'a> {
                         ("call", Value::from(ident.as_str())),
                         ("outcome", Value::from("raised")),
                         ("error", Value::from(format!("{error:?}"))),
+                        ("elapsed", Value::from(started.elapsed().as_secs_f64())),
                     ],
                 );
                 call.done.open();
@@ -803,6 +846,7 @@ impl<'a> Scenario<'a> {
         *lock(&call.canceller) = Some(running.canceller());
         let shared = Arc::clone(&self.shared);
         let cancelled = Arc::clone(&self.cancelled);
+        let alive_file = self.alive_dir.join(&ident);
         let finish = move || {
             let remaining = limit.saturating_duration_since(Instant::now());
             let outcome = running.wait_for(Some(remaining)).unwrap_or_else(|| {
@@ -810,7 +854,11 @@ impl<'a> Scenario<'a> {
                 running.cancel();
                 running.wait()
             });
-            record_end(&shared, &ident, outcome, &cancelled);
+            let timed_out = matches!(&outcome, Ok(result) if result.timed_out);
+            record_end(&shared, &ident, outcome, &cancelled, started.elapsed());
+            if timed_out {
+                check_group(&shared, &ident, &alive_file);
+            }
             call.done.open();
         };
         if background {
@@ -904,6 +952,11 @@ impl Drop for Scenario<'_> {
         for session in self.sessions.values() {
             session.cancel();
         }
+        if let Ok(entries) = std::fs::read_dir(&self.alive_dir) {
+            for entry in entries.flatten() {
+                crate::alive::kill_survivors(&entry.path());
+            }
+        }
         let _ = std::fs::remove_dir_all(&self.folder);
     }
 }
@@ -917,19 +970,38 @@ fn touch(path: &Path) -> Outcome<()> {
         .map_err(|e| DriverError::new(format!("cannot open the gate {}: {e}", path.display())))
 }
 
+/// After a time limit: is any process of the command still there? (SOO-TIMEOUT-GROUP)
+fn check_group(shared: &Shared, ident: &str, alive_file: &Path) {
+    let deadline = Instant::now() + GROUP_GRACE;
+    let mut left = crate::alive::alive(alive_file);
+    while left == Some(true) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+        left = crate::alive::alive(alive_file);
+    }
+    if let Some(alive) = left {
+        shared.tracer.emit(
+            "group_check",
+            vec![("call", Value::from(ident)), ("alive", Value::from(alive))],
+        );
+    }
+}
+
 fn record_end(
     shared: &Shared,
     ident: &str,
     outcome: Result<ShellResult, RunError>,
     cancelled: &Mutex<HashSet<String>>,
+    elapsed: Duration,
 ) {
     let call = ("call", Value::from(ident));
+    let elapsed = ("elapsed", Value::from(elapsed.as_secs_f64()));
     match outcome {
         Ok(result) => shared.tracer.emit(
             "run_end",
             vec![
                 call,
                 ("outcome", Value::from("returned")),
+                elapsed,
                 (
                     "result",
                     Value::object([
@@ -953,9 +1025,10 @@ fn record_end(
                     ],
                 );
             }
-            shared
-                .tracer
-                .emit("run_end", vec![call, ("outcome", Value::from("cancelled"))]);
+            shared.tracer.emit(
+                "run_end",
+                vec![call, ("outcome", Value::from("cancelled")), elapsed],
+            );
         }
         Err(error) => shared.tracer.emit(
             "run_end",
@@ -963,6 +1036,7 @@ fn record_end(
                 call,
                 ("outcome", Value::from("raised")),
                 ("error", Value::from(format!("{error:?}"))),
+                elapsed,
             ],
         ),
     }
@@ -970,7 +1044,7 @@ fn record_end(
 
 // -- finding the kit's emitter --------------------------------------------------------------
 
-const ASK_EMITTER: &str = "import seamspec.reference._emitter as e; print(e.__file__)";
+const ASK_EMITTER: &str = "import seamspec.reference._shell_output.emitter as e; print(e.__file__)";
 
 /// The command prefix that runs the kit's emitter; the script JSON is appended.
 ///

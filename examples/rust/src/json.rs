@@ -523,6 +523,12 @@ impl From<u64> for Value {
     }
 }
 
+impl From<f64> for Value {
+    fn from(f: f64) -> Self {
+        Self::Float(f)
+    }
+}
+
 impl From<usize> for Value {
     fn from(u: usize) -> Self {
         Self::from(u as u64)

@@ -1,6 +1,7 @@
 //! `seamspec-rust-impl`: the shell-output observer of this crate behind seamspec's wire
 //! protocol. Start it with `seamspec run --impl-cmd PATH/TO/seamspec-rust-impl`.
 
+mod alive;
 mod driver;
 mod wire;
 

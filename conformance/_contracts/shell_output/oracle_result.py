@@ -1,0 +1,171 @@
+"""The oracle's rules about what a process call returned, and how long its caller waited.
+
+The result is judged against the emitter's script (it is data: the kit knows every byte
+the child writes and how it ends): SOO-ENVELOPE for a completed command, SOO-TIMEOUT
+and SOO-TIMEOUT-RESULT for a timed-out one, SOO-TIMEOUT-GROUP for what a time limit
+left running. Durations are the driver's own measurements (``elapsed``), judged against
+the step's ``within`` under the rule that promises the bound.
+"""
+
+from __future__ import annotations
+
+from seamspec.conformance._contracts.shell_output.history import STREAMS, Call, History
+from seamspec.conformance._contracts.shell_output.model import (
+    expected_exit,
+    expected_output,
+    has_grandchild,
+    time_limit,
+)
+
+__all__ = ["check_bounds", "check_envelope"]
+
+Violation = tuple[str, str]
+
+
+def check_envelope(
+    history: History,
+    call: Call,
+    *,
+    panicked: bool,
+    finish_raised: bool,
+    shown: dict[str, bytes] | None = None,
+) -> list[Violation]:
+    """The call's result against its script; ``shown`` is what its observer was given."""
+    end = call.end
+    if end is None:
+        return []
+    script = call.body.get("script", [])
+    culprit = ["SOO-PANIC"] if panicked else ["SOO-FINISH-PANIC"] if finish_raised else []
+    if call.body.get("missing_program"):
+        if end.get("outcome") == "returned":
+            return [
+                (
+                    "SOO-ERROR-NO-FINISH",
+                    f"{call.ident}: a program that cannot run returned a result",
+                )
+            ]
+        return []
+    if end.get("outcome") == "raised":
+        return [
+            (rule, f"{call.ident}: the command raised {end.get('error')}")
+            for rule in ["SOO-ENVELOPE", *culprit]
+        ]
+    if end.get("outcome") != "returned":
+        return []
+    result = end.get("result", {})
+    if result.get("timed_out"):
+        return _timed_out(history, call, result, shown or {})
+    if expected_exit(script) is None:
+        return [("SOO-TIMEOUT", f"{call.ident}: a command that hangs returned without timing out")]
+    written = expected_output(script)
+    want: dict[str, object] = {"exit_code": expected_exit(script), "timed_out": False}
+    for s in STREAMS:
+        want[f"{s}_hex"] = written[s][: history.cap].hex()
+        want[f"{s}_truncated"] = len(written[s]) > history.cap
+    wrong = {k: (result.get(k), v) for k, v in want.items() if result.get(k) != v}
+    if not wrong:
+        return []
+    return [
+        (rule, f"{call.ident}: result fields (observed, expected): {wrong}")
+        for rule in ["SOO-ENVELOPE", *culprit]
+    ]
+
+
+def _timed_out(
+    history: History, call: Call, result: dict[str, object], shown: dict[str, bytes]
+) -> list[Violation]:
+    out: list[Violation] = []
+    if time_limit(history.given, call.body) is None:
+        out.append(("SOO-TIMEOUT", f"{call.ident}: timed out with no time limit"))
+    if result.get("exit_code") is not None:
+        out.append(
+            (
+                "SOO-TIMEOUT-RESULT",
+                f"{call.ident}: timed out yet reports exit code {result.get('exit_code')}",
+            )
+        )
+    written = expected_output(call.body.get("script", []))
+    for s in STREAMS:
+        got = bytes.fromhex(str(result.get(f"{s}_hex", "")))
+        if not written[s][: history.cap].startswith(got):
+            out.append(
+                (
+                    "SOO-TIMEOUT-RESULT",
+                    f"{call.ident}: {s} of the timed-out result is {got!r}, "
+                    "not what the child wrote before it was killed",
+                )
+            )
+        elif len(got) < min(len(shown.get(s, b"")), history.cap):
+            # The runner captures every byte before offering it: what the observer was
+            # shown had been read, so the result must hold it (this needs no clock).
+            out.append(
+                (
+                    "SOO-TIMEOUT-RESULT",
+                    f"{call.ident}: the timed-out result's {s} ({got!r}) lacks output the "
+                    f"observer had already been shown ({shown[s]!r})",
+                )
+            )
+    if call.group_alive:
+        out.append(
+            (
+                "SOO-TIMEOUT-GROUP",
+                f"{call.ident}: a process of the timed-out command was still running "
+                "after the call returned (the time limit did not end its process group)",
+            )
+        )
+    return out
+
+
+def check_bounds(history: History, call: Call) -> list[Violation]:
+    """Each ``within`` of the call's steps against what the driver measured."""
+    out: list[Violation] = []
+    bound = call.body.get("within")
+    if bound is not None and call.end is not None:
+        elapsed = call.end.get("elapsed")
+        rule, why = _run_bound_rule(history, call)
+        if not isinstance(elapsed, (int, float)):
+            out.append((rule, f"{call.ident}: the trace does not say how long the call took"))
+        elif elapsed > float(bound):
+            out.append((rule, f"{call.ident}: returned after {elapsed:.2f} s, {why} ({bound} s)"))
+    cancel_bound = _cancel_bound(history, call)
+    if cancel_bound is not None and call.cancel_end is not None:
+        elapsed = call.cancel_end.get("elapsed")
+        if not isinstance(elapsed, (int, float)):
+            out.append(("SOO-CANCEL", f"{call.ident}: the trace does not say how long cancel took"))
+        elif elapsed > cancel_bound:
+            out.append(
+                (
+                    "SOO-CANCEL",
+                    f"{call.ident}: the cancellation took {elapsed:.2f} s, "
+                    f"more than its bound ({cancel_bound} s)",
+                )
+            )
+    return out
+
+
+def _run_bound_rule(history: History, call: Call) -> tuple[str, str]:
+    """The rule a late return breaks, from what was holding the call up when it ended."""
+    at = call.end_at if call.end_at is not None else len(history.trace)
+    blocked = call.invocation is not None and call.invocation in history.in_flight(at)
+    if time_limit(history.given, call.body) is not None:
+        if blocked:
+            return (
+                "SOO-NO-STALL",
+                "past its bound although a blocked observer may not delay a time limit",
+            )
+        if has_grandchild(call.body.get("script", [])):
+            return (
+                "SOO-TIMEOUT-GROUP",
+                "past its bound: the time limit waited for a process it should have ended",
+            )
+        return "SOO-TIMEOUT", "past the bound its time limit promises"
+    # The linter allows `within` only under a time limit or on a call that is cancelled.
+    return "SOO-CANCEL", "past its bound although it was cancelled"
+
+
+def _cancel_bound(history: History, call: Call) -> float | None:
+    for step in history.when:
+        body = step.get("cancel")
+        if isinstance(body, dict) and body.get("id") == call.ident and "within" in body:
+            return float(body["within"])
+    return None

@@ -1,0 +1,8 @@
+"""Mutants written by outsiders: plausible bugs from people who read only the docs.
+
+Each batch is one outsider's own implementation (``base.py``) and the broken variants they
+wrote against it (``batchN.py``), before running any of them; the kit's meta-tests treat
+them exactly like the kit's own mutants. Their value is that nobody wrote them against the
+suite: batch 1 found one bug the suite let through (a chunk offered after finish while
+the observer is still busy) and two it caught only weakly, which the scenarios now catch.
+"""

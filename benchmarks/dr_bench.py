@@ -408,7 +408,7 @@ def main() -> int:
 
 
 #: --quick: one run of two rounds of small blocks.
-QUICK = ["--runs", "1", "--rounds", "2", "--records", "8"]
+QUICK = ["--runs", "1", "--rounds", "2", "--records", "16"]
 
 if __name__ == "__main__":
     sys.exit(_record.run(main, __file__, QUICK))

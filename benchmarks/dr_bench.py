@@ -173,8 +173,8 @@ def hand_off(path: Path, signer: KeySigner, records: int) -> Block:
         loop = asyncio.get_running_loop()
         with Block(records) as block:
             for i in range(records):
-                future = loop.create_future()
-                jobs.put((i, lambda f=future: loop.call_soon_threadsafe(f.set_result, None)))
+                future: asyncio.Future[None] = loop.create_future()
+                jobs.put((i, functools.partial(loop.call_soon_threadsafe, future.set_result, None)))
                 await future
         return block
 
@@ -339,12 +339,12 @@ def _print_run(
         f"run {run}: median of rounds: records/s, CPU us and context switches per record",
         flush=True,
     )
-    for name, values in blocks.items():
+    for name, kept in blocks.items():
         syncs = f"  {statistics.median(fsyncs[name]):3.0f} fsyncs" if name in fsyncs else ""
         print(
-            f"  {name:22} {statistics.median(b.rate for b in values):7.0f}/s"
-            f"  {statistics.median(b.cpu for b in values):5.0f} us"
-            f"  {statistics.median(b.switches for b in values):5.1f} csw{syncs}"
+            f"  {name:22} {statistics.median(b.rate for b in kept):7.0f}/s"
+            f"  {statistics.median(b.cpu for b in kept):5.0f} us"
+            f"  {statistics.median(b.switches for b in kept):5.1f} csw{syncs}"
         )
     print(f"run {run}: per-round ratios, median (IQR)", flush=True)
     for name, values in ratios.items():

@@ -156,13 +156,28 @@ def mutation(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def fuzz(session: nox.Session) -> None:
-    """Generated scenarios against the reference, bounded and seeded so CI is repeatable.
+    """Generated scenarios against the reference in process, then against the JavaScript
+    and Rust examples over the wire protocol (as a harness author fuzzes theirs), bounded
+    and seeded so CI is repeatable and short.
 
     Pass ``-- --examples 10000`` (and no seed) for the long documented runs.
     """
     session.install(".[trio,fuzz]")
     args = session.posargs or ["--examples", "100", "--seed", "20261130"]
     session.run("seamspec", "fuzz", *args)
+    wire = session.posargs or ["--examples", "50", "--seed", "20261130"]
+    if shutil.which("node") is None:
+        session.warn("node is not installed: SKIPPED fuzzing the JavaScript example (examples/js)")
+    else:
+        js = ["--impl-cmd", "node examples/js/seamspec-impl.mjs", "--strict-protocol"]
+        session.run("seamspec", "fuzz", *js, *wire)
+    if shutil.which("cargo") is None:
+        session.warn("cargo is not installed: SKIPPED fuzzing the Rust example (examples/rust)")
+        return
+    manifest = ["--manifest-path", f"{RUST_EXAMPLE}/Cargo.toml"]
+    session.run("cargo", "build", "--offline", "--release", "-q", *manifest, external=True)
+    rust = ["--impl-cmd", RUST_IMPL, "--contract", "shell-output", "--strict-protocol"]
+    session.run("seamspec", "fuzz", *rust, *wire)
 
 
 @nox.session(python=PYTHON)

@@ -1,12 +1,15 @@
 """pytest plugin: every scenario becomes one pytest item, named by its scenario ID.
 
 Collection is off unless a seamspec option asks for it (``--seamspec``,
-``--seamspec-impl``, ``--seamspec-impl-cmd``, ``--seamspec-scenarios`` or
-``--seamspec-contract``), so installing seamspec never changes an unrelated test run.
+``--seamspec-impl``, ``--seamspec-impl-cmd``, ``--seamspec-scenarios``,
+``--seamspec-contract`` or ``--seamspec-fuzz``), so installing seamspec never changes an
+unrelated test run.
 Because scenarios are ordinary items, ``-k``, ``--junitxml`` and pytest-xdist's ``-n``
 work unchanged. Items sit under one node per contract (``seamspec::<contract>::<id>``),
 so pytest's JUnit XML gives them the class name ``seamspec.<contract>``, exactly as
 ``seamspec run --junit-xml`` does: a CI that switches between the two keeps its history.
+With ``--seamspec-fuzz N`` each contract also gets a ``fuzz`` item
+(``seamspec::<contract>::fuzz``) that runs ``seamspec fuzz`` on it with N examples.
 """
 
 from __future__ import annotations
@@ -14,19 +17,22 @@ from __future__ import annotations
 import shlex
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from seamspec.conformance._core.adapter import Adapter
-from seamspec.conformance._core.catalogue import CONTRACTS
+from seamspec.conformance._core.catalogue import CONTRACTS, PROFILES, catalogue
 from seamspec.conformance._core.errors import AdapterLoadError, ScenarioError
 from seamspec.conformance._core.runner import Runner
 from seamspec.conformance._core.scenario import Scenario, load_scenarios
 from seamspec.conformance._implementations import load_adapter
 from seamspec.conformance._wire.client import WireAdapter
 
-__all__ = ["ContractGroup", "ScenarioItem", "SeamspecSuite"]
+if TYPE_CHECKING:
+    from seamspec.conformance._quality.fuzz import FuzzFailure
+
+__all__ = ["ContractGroup", "FuzzItem", "ScenarioItem", "SeamspecSuite"]
 
 _RUNNER_KEY = pytest.StashKey[Runner]()
 #: Extra time the Runner allows beyond the wire limit, as ``seamspec run --impl-cmd`` does.
@@ -39,6 +45,10 @@ class ScenarioFailed(AssertionError):
 
 class SeamspecShouldWarning(UserWarning):
     """A SHOULD-level finding: reported, but not a conformance failure."""
+
+
+class SeamspecRecommendation(UserWarning):
+    """A missed seamspec decision that the profile does not count (``--seamspec-profile``)."""
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -80,6 +90,33 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="SECONDS",
         help="time limit for one scenario",
     )
+    group.addoption(
+        "--seamspec-profile",
+        choices=PROFILES,
+        default="upstream",
+        help="upstream (default): count what the upstream crates promise; strict: also "
+        "count seamspec's own decisions (otherwise reported as warnings), as for run",
+    )
+    group.addoption(
+        "--seamspec-fuzz",
+        type=int,
+        metavar="N",
+        help="also fuzz each contract the implementation declares with N generated "
+        "scenarios (seamspec fuzz; needs hypothesis): one item per contract, "
+        "seamspec::<contract>::fuzz; implies --seamspec",
+    )
+    group.addoption(
+        "--seamspec-fuzz-seed",
+        type=int,
+        metavar="S",
+        help="hypothesis's seed for --seamspec-fuzz (default: a random one, shown on failure)",
+    )
+    group.addoption(
+        "--seamspec-fuzz-save",
+        type=Path,
+        metavar="DIR",
+        help="with --seamspec-fuzz: write each shrunk finding there as a scenario file",
+    )
 
 
 def _enabled(config: pytest.Config) -> bool:
@@ -89,6 +126,7 @@ def _enabled(config: pytest.Config) -> bool:
         or config.getoption("seamspec_impl_cmd") is not None
         or config.getoption("seamspec_scenarios")
         or config.getoption("seamspec_contract")
+        or config.getoption("seamspec_fuzz") is not None
     )
 
 
@@ -104,12 +142,19 @@ class SeamspecSuite(pytest.Collector):
         contracts = config.getoption("seamspec_contract")
         groups: dict[str, ContractGroup] = {}
         items: list[pytest.Item] = []
+
+        def group(contract: str) -> ContractGroup:
+            if contract not in groups:
+                groups[contract] = ContractGroup.from_parent(self, name=contract)
+            return groups[contract]
+
         for s in scenarios:
             if contracts and s.contract not in contracts:
                 continue
-            if s.contract not in groups:
-                groups[s.contract] = ContractGroup.from_parent(self, name=s.contract)
-            items.append(ScenarioItem.from_parent(groups[s.contract], name=s.id, scenario=s))
+            items.append(ScenarioItem.from_parent(group(s.contract), name=s.id, scenario=s))
+        if config.getoption("seamspec_fuzz") is not None:
+            for contract in _fuzzable(config):
+                items.append(FuzzItem.from_parent(group(contract), name="fuzz", contract=contract))
         return items
 
 
@@ -144,6 +189,10 @@ class ScenarioItem(pytest.Item):
             warnings.warn(
                 SeamspecShouldWarning(f"{self.scenario.id}: {result.detail}"), stacklevel=1
             )
+        elif result.is_recommendation:
+            warnings.warn(
+                SeamspecRecommendation(f"{self.scenario.id}: {result.detail}"), stacklevel=1
+            )
         elif result.status == "fail":
             raise ScenarioFailed(result.detail)
 
@@ -157,22 +206,129 @@ class ScenarioItem(pytest.Item):
         return Path(self.scenario.source), 0, f"seamspec scenario {self.scenario.id}"
 
 
+#: As ``seamspec fuzz``: shrinking a crash replays it, and each replay restarts the child.
+_FUZZ_RESTARTS = 100
+
+
+def _fuzzable(config: pytest.Config) -> list[str]:
+    """The contracts ``--seamspec-fuzz`` gets an item for: those with a generator."""
+    from seamspec.conformance._quality.fuzz import FuzzUnavailable, strategies
+
+    try:
+        available = strategies()
+    except FuzzUnavailable as error:
+        raise pytest.UsageError(str(error)) from None
+    chosen = config.getoption("seamspec_contract")
+    return [c for c in available if not chosen or c in chosen]
+
+
+class FuzzItem(pytest.Item):
+    """``seamspec fuzz`` on one contract, as one item: passes when nothing counted was found."""
+
+    def __init__(self, *, contract: str, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.contract = contract
+        self.keywords[contract] = True
+        self.keywords["fuzz"] = True
+
+    def runtest(self) -> None:
+        from seamspec.conformance._quality.fuzz import fuzz_contract
+
+        config = self.config
+        info = _runner(config).info
+        if self.contract not in info.contracts:
+            pytest.skip(f"{info.name} does not declare the {self.contract} contract")
+        adapter, timeout = _new_adapter(config, max_restarts=_FUZZ_RESTARTS)
+        try:
+            outcome = fuzz_contract(
+                adapter,
+                self.contract,
+                examples=config.getoption("seamspec_fuzz"),
+                seed=config.getoption("seamspec_fuzz_seed"),
+                profile=config.getoption("seamspec_profile"),
+                timeout=timeout,
+            )
+        finally:
+            adapter.close()
+        if outcome.judged == 0 and not outcome.findings:
+            raise ScenarioFailed(
+                f"nothing was fuzzed: {info.name} skipped every generated {self.contract} "
+                "scenario, or none needs only the features it declares "
+                f"({', '.join(info.features) or 'none'})"
+            )
+        counted = [f"fuzzing stopped early: {outcome.stopped}"] if outcome.stopped else []
+        for finding in outcome.findings:
+            text = f"{finding.kind} on this generated scenario:\n" + self._shown(finding)
+            if finding.counts:
+                counted.append(text)
+            else:
+                category = (
+                    SeamspecShouldWarning if finding.kind == "warning" else SeamspecRecommendation
+                )
+                warnings.warn(category(f"fuzz {self.contract}: {text}"), stacklevel=1)
+        if counted:
+            counted.append(f"(hypothesis seed {outcome.seed}: --seamspec-fuzz-seed repeats it)")
+            raise ScenarioFailed("\n".join(counted))
+
+    def _shown(self, finding: FuzzFailure) -> str:
+        """The finding as YAML and, with ``--seamspec-fuzz-save``, where it was saved."""
+        from seamspec.conformance._quality.fuzz import reproduce_command, save_failure
+
+        config = self.config
+        prefix = catalogue().contracts[self.contract].scenario_prefix
+        text = finding.yaml_text(f"{prefix}-fuzz-found") + finding.detail
+        folder = config.getoption("seamspec_fuzz_save")
+        if folder is None:
+            return text
+
+        def reproduce(path: Path) -> str:
+            return reproduce_command(
+                path,
+                finding.kind,
+                impl=config.getoption("seamspec_impl") or "reference",
+                impl_cmd=config.getoption("seamspec_impl_cmd"),
+                request_timeout=config.getoption("seamspec_timeout"),
+                profile=config.getoption("seamspec_profile"),
+            )
+
+        path = save_failure(finding, folder, reproduce)
+        return text + f"\nsaved as {path}; run it with `{reproduce(path)}`"
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
+        if isinstance(excinfo.value, ScenarioFailed):
+            return f"seamspec fuzz {self.contract}\n{excinfo.value}"
+        return str(super().repr_failure(excinfo))
+
+    def reportinfo(self) -> tuple[Path, int, str]:
+        return Path("<seamspec fuzz>"), 0, f"seamspec fuzz {self.contract}"
+
+
+def _new_adapter(config: pytest.Config, max_restarts: int = 3) -> tuple[Adapter, float]:
+    """The implementation the options name, and the Runner's time limit for it."""
+    timeout: float = config.getoption("seamspec_timeout")
+    command = config.getoption("seamspec_impl_cmd")
+    if command is not None and config.getoption("seamspec_impl"):
+        raise pytest.UsageError("give --seamspec-impl or --seamspec-impl-cmd, not both")
+    try:
+        if command is not None:
+            adapter: Adapter = WireAdapter(
+                shlex.split(command), request_timeout=timeout, max_restarts=max_restarts
+            )
+            # The wire limit (which kills and restarts the child) must fire first.
+            return adapter, timeout + _WIRE_MARGIN
+        return load_adapter(config.getoption("seamspec_impl") or "reference"), timeout
+    except AdapterLoadError as error:
+        raise pytest.UsageError(str(error)) from None
+
+
 def _runner(config: pytest.Config) -> Runner:
     runner = config.stash.get(_RUNNER_KEY, None)
     if runner is None:
-        timeout = config.getoption("seamspec_timeout")
-        command = config.getoption("seamspec_impl_cmd")
-        if command is not None and config.getoption("seamspec_impl"):
-            raise pytest.UsageError("give --seamspec-impl or --seamspec-impl-cmd, not both")
+        adapter, timeout = _new_adapter(config)
         try:
-            if command is not None:
-                adapter: Adapter = WireAdapter(shlex.split(command), request_timeout=timeout)
-                # The wire limit (which kills and restarts the child) must fire first.
-                timeout += _WIRE_MARGIN
-            else:
-                adapter = load_adapter(config.getoption("seamspec_impl") or "reference")
-            runner = Runner(adapter, timeout=timeout)
+            runner = Runner(adapter, timeout=timeout, profile=config.getoption("seamspec_profile"))
         except AdapterLoadError as error:
+            adapter.close()
             raise pytest.UsageError(str(error)) from None
         config.stash[_RUNNER_KEY] = runner
     return runner

@@ -1,4 +1,7 @@
-"""``seamspec mutants`` and ``seamspec rules --coverage``: proof that the suite catches bugs."""
+"""``seamspec mutants`` and ``seamspec rules --coverage``: proof that the suite catches bugs.
+
+``seamspec fuzz`` is registered here too, next to them; it lives in ``_cmd_fuzz.py``.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +13,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from seamspec._cmd_fuzz import add_fuzz_parser
 from seamspec._output import MAX_JOBS, count, error, output_problems
 from seamspec._progress import Counter
 from seamspec.conformance import catalogue, load_scenarios, rule_coverage
@@ -50,28 +54,7 @@ def add_quality_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]
     )
     mutants.set_defaults(func=cmd_mutants)
 
-    fuzz = sub.add_parser(
-        "fuzz", help="generated scenarios judged by the oracles (needs hypothesis)"
-    )
-    fuzz.add_argument(
-        "--impl", default="reference", metavar="X", help="implementation to judge (as for run)"
-    )
-    fuzz.add_argument("--contract", action="append", choices=CONTRACTS, help="only this contract")
-    fuzz.add_argument(
-        "--examples",
-        type=count(1, 1_000_000),
-        default=200,
-        metavar="N",
-        help="examples per contract (200)",
-    )
-    fuzz.add_argument("--seed", type=int, metavar="S", help="fix hypothesis's seed to repeat a run")
-    fuzz.add_argument(
-        "--save-failures",
-        type=Path,
-        metavar="DIR",
-        help="write each shrunk failure as a scenario YAML file",
-    )
-    fuzz.set_defaults(func=cmd_fuzz)
+    add_fuzz_parser(sub)
 
 
 def coverage_problems(contract: str | None = None) -> list[str]:
@@ -156,109 +139,3 @@ def cmd_mutants(args: argparse.Namespace, console: Console) -> int:
     killed = len(outcomes) - len(bad)
     print(f"{killed} killed, {len(bad)} survived", flush=True)
     return 1 if bad else 0
-
-
-def cmd_fuzz(args: argparse.Namespace, console: Console) -> int:
-    """Exit 1 when a generated scenario fails (after shrinking), 0 when all pass."""
-    from seamspec.conformance import load_adapter
-    from seamspec.conformance._implementations import implementation_info
-    from seamspec.conformance._quality.fuzz import FuzzUnavailable, fuzz, save_failure, strategies
-
-    for problem in output_problems([("--save-failures", args.save_failures)], folders=True):
-        error(problem)
-        return 2
-    try:
-        available = strategies()
-    except FuzzUnavailable as problem:
-        error(problem)
-        return 2
-    from hypothesis.errors import Unsatisfiable
-
-    contracts = args.contract or list(available)
-    adapter = load_adapter(args.impl)
-    failed = passed = 0
-    skipped: list[str] = []
-    try:
-        info = implementation_info(adapter, f"--impl {args.impl}")
-        for contract in contracts:
-            if contract not in available:
-                skipped.append(contract)
-                console.print(f"{contract}: SKIPPED: no scenario generator yet", style="yellow")
-                continue
-            if contract not in info.contracts:
-                skipped.append(contract)
-                console.print(
-                    f"{contract}: SKIPPED: {info.name} does not declare it", style="yellow"
-                )
-                continue
-            console.print(
-                f"{contract}: up to {args.examples} generated scenarios against {info.name}"
-            )
-            judged = _ExampleCounter(console, contract, args.examples)
-            try:
-                failure = fuzz(
-                    adapter, contract, examples=args.examples, seed=args.seed, on_example=judged
-                )
-            except Unsatisfiable:
-                failure = None
-            if failure is None and judged.count == 0:
-                skipped.append(contract)
-                console.print(
-                    f"{contract}: SKIPPED: no generated example needs only the features "
-                    f"{info.name} declares ({', '.join(info.features) or 'none'}); nothing "
-                    "was judged",
-                    style="yellow",
-                )
-                continue
-            if failure is None:
-                passed += 1
-                console.print(
-                    f"{contract}: every example passed ({judged.count} judged, "
-                    f"{judged.counter.elapsed()})",
-                    style="green",
-                )
-                continue
-            failed += 1
-            console.print(f"{contract}: FAILED on this shrunk scenario:", style="red")
-            prefix = catalogue().contracts[contract].scenario_prefix
-            console.print(failure.yaml_text(f"{prefix}-fuzz-found"), markup=False, highlight=False)
-            if args.save_failures:
-                path = save_failure(failure, args.save_failures)
-                console.print(
-                    f"saved as {path}; run it with `seamspec run --scenarios {path}`",
-                    highlight=False,
-                )
-    finally:
-        adapter.close()
-    line = f"{passed} contract(s) passed, {failed} failed"
-    if skipped:
-        line += f", {len(skipped)} skipped ({', '.join(skipped)})"
-    if not passed and not failed:
-        console.print("nothing was fuzzed: every contract was skipped", style="red")
-    print(line, flush=True)
-    return 1 if failed or not passed else 0
-
-
-class _ExampleCounter:
-    """Counts the examples judged for one contract; prints a line at each tenth done.
-
-    hypothesis calls back once per example judged (those it discards for lack of a
-    feature are not counted), and again while it shrinks a failure: past ``examples``
-    the lines stop, since the count no longer says how far the run has come.
-    """
-
-    def __init__(self, console: Console, contract: str, examples: int) -> None:
-        self.console, self.contract, self.examples = console, contract, examples
-        self.every = max(1, examples // 10)
-        self.count = 0
-        self.counter = Counter(examples)
-
-    def __call__(self, count: int) -> None:
-        self.count = count
-        if count % self.every == 0 and count < self.examples:
-            self.counter.done = count
-            self.console.print(
-                f"  {self.contract}: {count}/{self.examples} examples judged ({self.counter.eta()})",
-                highlight=False,
-                style="dim",
-            )

@@ -42,7 +42,9 @@ EXIT_CODES: dict[str, str] = {
     "diff": "0 nothing newly failing; 1 something newly failing; 2 a usage error",
     "explain": "0 explained; 2 no such rule or scenario, or a usage error",
     "mutants": "0 every mutant killed for the right reason; 1 a survivor; 2 a usage error",
-    "fuzz": "0 every fuzzed contract passed; 1 a failure, or nothing was fuzzed; 2 a usage error",
+    "fuzz": "0 every fuzzed contract passed (warnings and recommendations are only "
+    "reported, as by run); 1 a failure or an implementation error, or nothing was fuzzed; "
+    "2 a usage error, or a command that does not start an implementation",
     "schema": "0 written (with --check: up to date); 1 --check found a stale or missing "
     "file; 2 a usage error or a scenario file whose contract cannot be read",
     "new": "0 the skeleton was written; 2 a bad ID, an existing file, or a usage error",

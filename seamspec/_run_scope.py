@@ -16,6 +16,7 @@ import contextlib
 import os
 import shutil
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,6 +24,9 @@ from seamspec._signals import deferred
 from seamspec.conformance._core import processes
 
 __all__ = ["run_scope"]
+
+#: Seconds between an interrupted run's two sweeps.
+SECOND_SWEEP = 0.5
 
 
 @contextlib.contextmanager
@@ -35,13 +39,21 @@ def run_scope() -> Iterator[Path]:
     saved_env, saved_tempdir = os.environ.get("TMPDIR"), tempfile.tempdir
     os.environ["TMPDIR"] = str(root)
     tempfile.tempdir = str(root)
+    ended_normally = False
     try:
         yield root
+        ended_normally = True
     finally:
         with deferred():
             # Zombies of adopted orphans are left to init, which reaps them once the kit
             # exits: reaping them here could steal the exit status a Popen waits for.
             processes.kill_tree(os.getpid(), include_root=False, spare=before)
+            if not ended_normally:
+                # Interrupted: a thread the kit abandoned (an implementation's blocking
+                # call, cancelled from outside) may still be inside its spawn when the
+                # first sweep runs, and its child is born after it. Sweep once more.
+                time.sleep(SECOND_SWEEP)
+                processes.kill_tree(os.getpid(), include_root=False, spare=before)
             if saved_env is None:
                 os.environ.pop("TMPDIR", None)
             else:

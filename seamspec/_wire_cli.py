@@ -43,7 +43,12 @@ __all__ = [
 _RUNNER_MARGIN = 30.0
 
 
-def _add_wire_options(parser: argparse.ArgumentParser) -> None:
+def _add_wire_options(
+    parser: argparse.ArgumentParser,
+    max_restarts: int = 3,
+    restarts_help: str = "restarts after a crash or hang before the remaining scenarios "
+    "error at once",
+) -> None:
     parser.add_argument(
         "--request-timeout",
         type=seconds,
@@ -59,15 +64,20 @@ def _add_wire_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--max-restarts",
         type=count(0, 1000),
-        default=3,
+        default=max_restarts,
         metavar="N",
-        help="with --impl-cmd: restarts after a crash or hang before the remaining "
-        "scenarios error at once (default 3)",
+        help=f"with --impl-cmd: {restarts_help} (default {max_restarts})",
     )
 
 
-def add_run_options(run: argparse.ArgumentParser, impl: argparse._MutuallyExclusiveGroup) -> None:
-    """``--impl-cmd`` (exclusive with ``--impl``) and its options, on the ``run`` command."""
+def add_run_options(
+    run: argparse.ArgumentParser, impl: argparse._MutuallyExclusiveGroup, **restarts: Any
+) -> None:
+    """``--impl-cmd`` (exclusive with ``--impl``) and its options, on ``run`` and ``fuzz``.
+
+    ``restarts``: ``max_restarts`` and ``restarts_help``, for a command whose restarts
+    mean something else (fuzz replays a crash many times while it shrinks it).
+    """
     impl.add_argument(
         "--impl-cmd",
         type=command_line,
@@ -75,7 +85,7 @@ def add_run_options(run: argparse.ArgumentParser, impl: argparse._MutuallyExclus
         help="a command that starts an implementation speaking the wire protocol "
         '(docs/protocol.md), e.g. "node examples/js/seamspec-impl.mjs"',
     )
-    _add_wire_options(run)
+    _add_wire_options(run, **restarts)
 
 
 def add_commands(sub: Any) -> None:
@@ -84,11 +94,18 @@ def add_commands(sub: Any) -> None:
         "serve-reference",
         help="serve the reference implementation over the wire protocol on stdin/stdout",
     )
-    serve.add_argument(
+    served = serve.add_mutually_exclusive_group()
+    served.add_argument(
         "--backend",
         choices=("asyncio", "trio"),
         default="asyncio",
         help="the event loop the reference runs on",
+    )
+    served.add_argument(
+        "--impl",
+        metavar="X",
+        help="serve this in-process implementation instead (as for run: mutant:NAME, "
+        "package.module:attribute); e.g. a mutant, to watch a wire-side tool catch it",
     )
     serve.add_argument(
         "--protocol",
@@ -186,13 +203,17 @@ def runner_timeout(args: argparse.Namespace) -> float:
 
 
 def cmd_serve_reference(args: argparse.Namespace, _console: Console) -> int:
-    """Serve the in-process reference (every contract it declares) on stdin/stdout."""
+    """Serve the in-process reference (every contract it declares), or ``--impl``, on stdin/stdout."""
     from seamspec.conformance._implementations import reference_adapter, trio_adapter
     from seamspec.conformance._wire.messages import PROTOCOL_VERSIONS
     from seamspec.conformance._wire.server import protect_stdout, serve
 
-    out = protect_stdout()
-    adapter = trio_adapter() if args.backend == "trio" else reference_adapter(args.backend)
+    if args.impl is not None:
+        adapter = load_adapter(args.impl)  # a bad name is a usage error, before stdout is taken
+        out = protect_stdout()
+    else:
+        out = protect_stdout()
+        adapter = trio_adapter() if args.backend == "trio" else reference_adapter(args.backend)
     try:
         protocols = (args.protocol,) if args.protocol else PROTOCOL_VERSIONS
         return serve(adapter, sys.stdin.buffer, out, protocols=protocols)

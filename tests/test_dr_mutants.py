@@ -1,9 +1,18 @@
-"""Meta-tests: the shipped dispatch-recorder scenarios must catch every DR mutant.
+"""Meta-tests: the shipped dispatch-recorder scenarios must catch every DR mutant, for the
+right reason and at the right level.
 
-Each mutant in :mod:`seamspec.conformance._contracts.dispatch_recorder.mutants` breaks one DR rule; the suite must
-give it a ``fail`` (not an ``error``) from a scenario that cites that rule, on asyncio and
-on trio. The control (the reference) must pass every DR scenario, so that a mutant is
-never "caught" for a reason that has nothing to do with its bug.
+Each mutant in :mod:`seamspec.conformance._contracts.dispatch_recorder.mutants` breaks one
+DR rule. The suite must give it a ``fail`` from a scenario that **cites that rule**, that
+fails at **MUST level** (every DR rule is a MUST rule), under the **least profile the rule
+counts in** (a mutant of an upstream rule must be caught by the default profile), and with
+the **oracle naming the rule** in that same result (``then`` alone is not enough: the
+oracle is what judges generated scenarios and other people's traces), on asyncio and on
+trio. ``error`` never counts: a mutant caught only by crashing or hanging says nothing
+about the rule's scenarios.
+
+The controls must pass every DR scenario under the strict profile, so that a mutant is
+never "caught" for a reason that has nothing to do with its bug: the reference, and each
+outsider batch's own base implementation, which its variants differ from in one place.
 """
 
 from __future__ import annotations
@@ -14,10 +23,13 @@ import pytest
 
 from seamspec.conformance import Runner, ScenarioResult, catalogue, load_adapter, load_scenarios
 from seamspec.conformance._contracts.dispatch_recorder.mutants import MUTANTS, mutant_adapter
+from seamspec.conformance._contracts.dispatch_recorder.outsiders import base as outsider_base
+from seamspec.conformance._contracts.dispatch_recorder.outsiders import batch1
+from seamspec.conformance._core.runner import Finding
 from seamspec.conformance._implementations import reference_adapter
 from seamspec.conformance._quality.mutants import all_mutants
 
-from ._mutant_matrix import assert_caught, describe, run_matrix
+from ._mutant_matrix import describe, run_matrix
 
 CONTRACT = "dispatch-recorder"
 BACKENDS = ("asyncio", "trio")
@@ -26,50 +38,76 @@ PARALLEL_RUNS = 8
 
 @cache
 def _all_results(backend: str) -> dict[str, list[ScenarioResult]]:
-    """The reference runs every DR scenario; each mutant only those citing its rule."""
+    """The reference runs every DR scenario; each mutant only those citing its rule.
+
+    Every run judges by the strict profile, so each finding keeps the profile it counts
+    under and :func:`_kills` can ask for the least one.
+    """
     scenarios = [s for s in load_scenarios() if s.contract == CONTRACT]
-    runners = {"reference": Runner(reference_adapter(backend), timeout=30.0)}
-    runners.update({name: Runner(mutant_adapter(name, backend), timeout=30.0) for name in MUTANTS})
-    return run_matrix(runners, scenarios, MUTANTS, parallel=PARALLEL_RUNS, catches=_catches)
+    runners = {
+        "reference": Runner(reference_adapter(backend), timeout=30.0, profile="strict"),
+        "outsider-base-1": Runner(outsider_base.build(backend), timeout=30.0, profile="strict"),
+    }
+    runners.update(
+        {
+            name: Runner(mutant_adapter(name, backend), timeout=30.0, profile="strict")
+            for name in MUTANTS
+        }
+    )
+    return run_matrix(runners, scenarios, MUTANTS, parallel=PARALLEL_RUNS, catches=_kill)
 
 
-def _catches(name: str, result: ScenarioResult) -> bool:
-    """A fail from a scenario citing the mutant's rule, at MUST level (every DR rule is a
-    MUST rule), with the oracle naming the rule in that same result."""
-    rule = MUTANTS[name].rule
+def _counts(finding: Finding, profile: str) -> bool:
+    return finding.level == "MUST" and (profile == "strict" or finding.profile == "upstream")
+
+
+def _kill(name: str, result: ScenarioResult) -> bool:
+    """Whether ``result`` catches mutant ``name`` as this file demands (see the module doc)."""
+    mutant = MUTANTS[name]
+    profile = catalogue()[mutant.rule].profile
     return (
         result.status == "fail"
-        and rule in result.scenario.rules
-        and any(f.level == "MUST" for f in result.findings)
-        and any(f.source == "oracle" and f.rule == rule for f in result.findings)
+        and any(_counts(f, profile) for f in result.findings)
+        and any(f.source == "oracle" and f.rule == mutant.rule for f in result.findings)
     )
 
 
+def _kills(name: str, backend: str) -> list[ScenarioResult]:
+    """The results that catch mutant ``name`` (a mutant's runs stop at the first)."""
+    return [r for r in _all_results(backend)[name] if _kill(name, r)]
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_reference_passes_every_dr_scenario(backend: str) -> None:
-    results = _all_results(backend)["reference"]
+@pytest.mark.parametrize("control", ["reference", "outsider-base-1"])
+def test_controls_pass_every_dr_scenario(control: str, backend: str) -> None:
+    results = _all_results(backend)[control]
     assert len(results) >= 30, "the DR suite must have at least 30 scenarios"
     bad = [r for r in results if r.status != "pass"]
-    assert not bad, "the reference must pass the whole DR suite:\n" + "\n".join(map(describe, bad))
+    assert not bad, f"{control} must pass the whole DR suite:\n" + "\n".join(map(describe, bad))
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("name", list(MUTANTS))
 def test_suite_catches_dr_mutant(name: str, backend: str) -> None:
     mutant = MUTANTS[name]
-    caught_by = assert_caught(name, mutant, _all_results(backend)[name])
-    oracle_rules = {f.rule or "" for r in caught_by for f in r.findings if f.source == "oracle"}
-    assert any(_catches(name, r) for r in caught_by), (
-        f"{name} was caught only by `then` or at SHOULD level, never by the oracle under "
-        f"{mutant.rule} at MUST level: the oracle named {sorted(oracle_rules)}"
+    citing = _all_results(backend)[name]
+    assert citing, f"no scenario cites {mutant.rule}, so nothing can catch {name}"
+    assert _kills(name, backend), (
+        f"{name} ({mutant.statement}) broke {mutant.rule}, yet no scenario citing "
+        f"{mutant.rule} failed it at MUST level under the "
+        f"{catalogue()[mutant.rule].profile} profile with the oracle naming "
+        f"{mutant.rule} ({backend}). Citing scenarios:\n"
+        + "\n".join(map(describe, citing))
+        + f"\nTo see what else catches it: seamspec run --impl mutant:{name} --profile strict"
     )
 
 
-def test_every_dr_must_rule_has_a_mutant() -> None:
-    rules = {r.id for r in catalogue() if r.contract == CONTRACT and r.level == "MUST"}
+def test_every_dr_rule_is_a_must_rule_with_a_mutant() -> None:
+    rules = {r.id: r for r in catalogue() if r.contract == CONTRACT}
+    assert all(r.level == "MUST" for r in rules.values()), "a SHOULD DR rule needs SHOULD_ONLY"
     mutated = {mutant.rule for mutant in MUTANTS.values()}
-    assert mutated <= rules, f"mutants name unknown rules: {sorted(mutated - rules)}"
-    assert rules <= mutated, f"MUST rules with no mutant: {sorted(rules - mutated)}"
+    assert mutated <= set(rules), f"mutants name unknown rules: {sorted(mutated - set(rules))}"
+    assert set(rules) <= mutated, f"rules with no mutant: {sorted(set(rules) - mutated)}"
 
 
 def test_dr_mutants_are_registered_and_load_as_adapters() -> None:
@@ -78,3 +116,17 @@ def test_dr_mutants_are_registered_and_load_as_adapters() -> None:
     info = adapter.info()
     assert info.details["breaks"] == "DR-RECORD-FIRST"
     assert CONTRACT in info.contracts
+
+
+def test_outsider_batch_is_registered_whole() -> None:
+    """Every variant of the batch but the pending ones is a mutant, with its rule and words."""
+    assert set(batch1.MUTANTS) == set(batch1.VARIANTS) - set(batch1.PENDING)
+    for name, variant in batch1.MUTANTS.items():
+        mutant = MUTANTS[f"out-dr-{name.replace('_', '-')}"]
+        assert (mutant.rule, mutant.statement) == (variant.rule, variant.statement)
+        assert mutant.origin == "outsider batch 1"
+    assert len(batch1.VARIANTS) == 17
+    assert set(batch1.RELABELLED) <= set(batch1.MUTANTS)
+    assert load_adapter("mutant:out-dr-no-cancel-check").info().details["origin"] == (
+        "outsider batch 1"
+    )

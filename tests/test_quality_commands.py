@@ -129,3 +129,27 @@ def test_fuzz_shows_examples_judged_per_contract(capsys: pytest.CaptureFixture[s
     assert [int(n) for n in progress] == list(range(2, 20, 2))
     assert "dispatch-recorder: every example passed (20 judged" in out
     assert out.strip().splitlines()[-1] == "1 contract(s) passed, 0 failed"
+
+
+def test_the_kill_matrix_table_names_every_registered_mutant() -> None:
+    """docs/quality.md's table is written by tests/kill_matrix_doc.py from a real run;
+    a mutant added or changed without rerunning it fails here."""
+    from seamspec.conformance._quality.mutants import all_mutants
+    from tests.kill_matrix_doc import table_rows
+
+    text = (Path(__file__).parent.parent / "docs" / "quality.md").read_text(encoding="utf-8")
+    start, end = table_rows(text)
+    shown = {}
+    for line in text.split("\n")[start:end]:
+        cells = [c.strip() for c in line.strip("|").split(" | ")]
+        shown[cells[0].strip("`")] = (cells[1], cells[2], cells[4])
+    registered = all_mutants()
+    assert set(shown) == set(registered), (
+        f"missing from the table: {sorted(set(registered) - set(shown))}; "
+        f"no longer registered: {sorted(set(shown) - set(registered))} "
+        "(run seamspec mutants --report-json R.json; python -m tests.kill_matrix_doc R.json docs/quality.md)"
+    )
+    for name, mutant in registered.items():
+        _contract, rule, killed = shown[name]
+        assert rule == mutant.rule, (name, rule, mutant.rule)
+        assert killed.startswith("`"), f"{name}: the table says {killed}, not a killing scenario"

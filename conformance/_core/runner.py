@@ -319,6 +319,7 @@ class Runner:
                 jobs,
                 on_done=self.on_result or (lambda _: None),
                 stop=stop or (lambda _: False),
+                interrupt=self.adapter.close,
             )
         else:
             for scenario in chosen:

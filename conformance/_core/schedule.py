@@ -22,6 +22,7 @@ from __future__ import annotations
 import collections
 import queue
 import threading
+import time
 from collections.abc import Callable, Sequence
 from typing import Generic, TypeVar
 
@@ -59,6 +60,7 @@ def longest_first_side_by_side(
     *,
     on_done: Callable[[R], None],
     stop: Callable[[R], bool],
+    interrupt: Callable[[], None] | None = None,
 ) -> list[R]:
     """``run_one`` over ``scenarios``, ``jobs`` at a time, longest waits first.
 
@@ -71,6 +73,7 @@ def longest_first_side_by_side(
         jobs,
         on_done=lambda pair: on_done(pair[1]),
         stop=lambda pair: stop(pair[1]),
+        interrupt=interrupt,
     )
     return [result for _, result in sorted(done, key=lambda pair: pair[0])]
 
@@ -98,6 +101,7 @@ def side_by_side(
     *,
     on_done: Callable[[R], None],
     stop: Callable[[R], bool],
+    interrupt: Callable[[], None] | None = None,
 ) -> list[R]:
     """``work(item)`` for each item, up to ``jobs`` at once, started in the given order.
 
@@ -107,7 +111,9 @@ def side_by_side(
     that they clean up after themselves: child processes, temporary folders) but their
     results are dropped. Returns the results in finishing order. The worker threads are
     daemons: an interrupted run (Ctrl-C) does not wait for them, just as a scenario past
-    its time limit is abandoned, not awaited.
+    its time limit is abandoned, not awaited; but with ``interrupt`` (which cancels the
+    work in flight, e.g. the adapter's ``close``) they are cancelled and waited for
+    first, so that none leaves a child process behind.
     """
     todo = collections.deque(items)  # popleft is atomic: no lock needed
     halt = threading.Event()
@@ -136,19 +142,46 @@ def side_by_side(
         thread.start()
     results: list[R] = []
     running = len(threads)
-    while running:
-        try:
-            message = inbox.get(timeout=_WAKE)
-        except queue.Empty:
-            continue
-        if isinstance(message, _Finished):
-            running -= 1
-        elif isinstance(message, _Failed):
-            halt.set()
-            raise message.error
-        elif not halt.is_set():
-            results.append(message.result)
-            on_done(message.result)
-            if stop(message.result):
+    try:
+        while running:
+            try:
+                message = inbox.get(timeout=_WAKE)
+            except queue.Empty:
+                continue
+            if isinstance(message, _Finished):
+                running -= 1
+            elif isinstance(message, _Failed):
                 halt.set()
+                raise message.error
+            elif not halt.is_set():
+                results.append(message.result)
+                on_done(message.result)
+                if stop(message.result):
+                    halt.set()
+    except BaseException:
+        halt.set()  # no item starts any more
+        if interrupt is not None:
+            _wind_down(threads, interrupt)
+        raise
     return results
+
+
+#: How long an interrupted run waits for its worker threads to unwind.
+WIND_DOWN = 10.0
+
+
+def _wind_down(threads: list[threading.Thread], interrupt: Callable[[], None]) -> None:
+    """Interrupted: cancel what is in flight until every worker has stopped.
+
+    Why more than one ``interrupt()``: a worker may have taken its item just before the
+    halt and start it just after a cancellation, which then never sees it; its child
+    processes would outlive the run (the run's scope sweeps the kit's descendants once,
+    when the run ends). So cancel, wait a little, and cancel again, until the workers
+    are gone or the time is up (a worker stuck in synchronous code is abandoned: the
+    threads are daemons).
+    """
+    deadline = time.monotonic() + WIND_DOWN
+    while any(t.is_alive() for t in threads) and time.monotonic() < deadline:
+        interrupt()
+        for thread in threads:
+            thread.join(max(0.0, min(0.2, deadline - time.monotonic())))

@@ -161,9 +161,19 @@ class ToolExecutor:
 
         An exception from the recorder is a failed record (DR-RAISE). A record still
         running at the time limit is cancelled and failed; one that shields itself and
-        returns after the limit is failed too, whatever it returns (DR-HANG). The caller's
-        own cancellation is not caught: it propagates, and nothing is applied (DR-CANCEL).
+        returns after the limit is failed too, whatever it returns (DR-HANG). The limit
+        is this call's own: a slow tool or an earlier hung record takes nothing from it.
+        The caller's own cancellation is not caught: it propagates, and nothing is
+        applied (DR-CANCEL), even when it arrived while the recorder was deaf to it (a
+        signer finishing a signature) and the recorder then answered OK: that pending
+        cancellation is delivered here, before the caller can apply anything.
         """
+        outcome = await self._record_in_time(mutation)
+        await anyio.lowlevel.checkpoint_if_cancelled()
+        return outcome
+
+    async def _record_in_time(self, mutation: DispatchMutation) -> RecordOutcome:
+        """The recorder's answer under this record's own time limit, as a record outcome."""
         assert self.recorder is not None
         with anyio.move_on_after(self.record_time_limit) as limit:
             try:

@@ -117,12 +117,19 @@ async def run_turn(
 
 
 async def _commit(recorder: object, messages: Sequence[Message], limit: float) -> str | None:
-    """``None`` when the commit returned OK in time; otherwise why it did not."""
+    """``None`` when the commit returned OK in time; otherwise why it did not.
+
+    A cancellation of the turn that arrived while the recorder was deaf to it is
+    delivered before the answer is acted on: the turn ends cancelled (DR-CANCEL), not
+    with a commit error and not with one more provider call.
+    """
     with anyio.move_on_after(limit) as scope:
         try:
             outcome = await commit_step(recorder, messages)
         except Exception as error:
+            await anyio.lowlevel.checkpoint_if_cancelled()
             return f"commit_accepted_step raised {error!r}"
+    await anyio.lowlevel.checkpoint_if_cancelled()
     if scope.cancel_called:
         return f"commit_accepted_step took longer than {limit:g} s"
     if isinstance(outcome, RecordError):

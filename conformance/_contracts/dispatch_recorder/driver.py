@@ -24,7 +24,7 @@ from seamspec.conformance._contracts.dispatch_recorder.journal_session import (
     verdict_fields,
     wants_journal,
 )
-from seamspec.conformance._contracts.dispatch_recorder.model import step_verb
+from seamspec.conformance._contracts.dispatch_recorder.model import late_limit, step_verb
 from seamspec.conformance._contracts.dispatch_recorder.scripted import (
     Gates,
     Participants,
@@ -125,6 +125,10 @@ class DispatchRecorderDriver:
         return verdict_fields(found, "verify_journal")
 
 
+class _Unmet(Exception):
+    """A ``wait_*`` step's event never happened, and the turn is over."""
+
+
 class _Run:
     def __init__(self, impl: Any, request: Mapping[str, Any]) -> None:
         self.impl = impl
@@ -161,7 +165,11 @@ class _Run:
         try:
             async with anyio.create_task_group() as group:
                 for index, step in enumerate(self.when):
-                    await self._step(index, step, recorder, group)
+                    try:
+                        await self._step(index, step, recorder, group)
+                    except _Unmet as unmet:
+                        self.tracer.emit("wait_unmet", step=index, waited_for=str(unmet))
+                        break
                 if self.scope is not None:
                     with anyio.move_on_after(WAIT_LIMIT + TURN_LIMIT):
                         await self.done.wait()
@@ -176,7 +184,7 @@ class _Run:
         recorder: DispatchRecorder | None,
         task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
     ) -> None:
-        parts = Participants(self.given, self.tracer)
+        parts = Participants(self.given, self.tracer, self.gates)
         self.tracer.emit("turn_start")
         try:
             with anyio.CancelScope(deadline=anyio.current_time() + TURN_LIMIT) as scope:
@@ -186,7 +194,7 @@ class _Run:
                     messages = await self.impl.run_turn(
                         prompt=str(self.given.get("prompt", "go")),
                         provider=parts, tools=parts, policy=parts, recorder=recorder,
-                        approver=parts.approve,
+                        approver=parts.approve if self.given.get("approver", True) else None,
                         record_time_limit=self.given.get("record_time_limit", 10.0),
                         commit_time_limit=self.given.get("commit_time_limit", 10.0),
                     )  # fmt: skip
@@ -203,9 +211,18 @@ class _Run:
             self.done.set()
 
     async def _wait(self, index: int, what: str, ready: Callable[[], bool]) -> None:
+        """Wait until ``ready()``; :class:`_Unmet` if the turn ended without it happening.
+
+        A turn that ended without the awaited record, commit or tool call has broken a
+        rule (a mutation applied unrecorded, say), not crashed: the steps stop there and
+        the trace is judged. Waiting on a turn that is still running and never gets there
+        is a hang, an :class:`ImplementationError`.
+        """
         try:
             with anyio.fail_after(WAIT_LIMIT):
                 while not ready():
+                    if self.done.is_set():
+                        raise _Unmet(what)
                     await anyio.sleep(0.001)
         except TimeoutError:
             raise ImplementationError(
@@ -223,12 +240,11 @@ class _Run:
             await self._turn(recorder)
         elif verb == "start_turn":
             await group.start(self._turn, recorder)
-        elif verb in ("wait_record", "wait_commit"):
+        elif verb in ("wait_record", "wait_commit", "wait_tool"):
             kind, wanted = verb.removeprefix("wait_"), int(body.get("count", 1))
+            event = "tool_run" if kind == "tool" else f"{kind}_enter"
             await self._wait(
-                index,
-                f"{wanted} {kind} call(s)",
-                lambda: self.tracer.count(f"{kind}_enter") >= wanted,
+                index, f"{wanted} {kind} call(s)", lambda: self.tracer.count(event) >= wanted
             )
         elif verb == "release":
             self.tracer.emit("gate_released", gate=body)
@@ -238,7 +254,7 @@ class _Run:
             await self._wait(
                 index, f"a call blocked on gate {body}", lambda: body in self.gates.entered
             )
-            limit = float(self.given.get("record_time_limit", 0.0))
+            limit = float(self.given.get(late_limit(self.given, body), 0.0))
             # Not a sleep for ordering: the gate must open only once the limit has passed.
             await anyio.sleep(
                 max(0.0, self.gates.entered[body] + limit - anyio.current_time()) + 0.02

@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
+from seamspec.conformance._contracts.dispatch_recorder.model import event_positions
+
 __all__ = ["check"]
+
+#: Events whose ``messages`` the model (or whoever resumes the turn) can see.
+_VISIBLE = ("provider_call", "commit_enter", "turn_end")
 
 
 def _tool_message(trace: list[dict[str, Any]], call: str) -> str | None:
@@ -16,6 +22,61 @@ def _tool_message(trace: list[dict[str, Any]], call: str) -> str | None:
         if m.get("role") == "tool" and m.get("tool_call_id") == call
     ]
     return found[-1] if found else None
+
+
+def _message_differs(want: dict[str, Any], got: dict[str, Any]) -> str | None:
+    """Why message ``got`` is not the one ``want`` describes (``None``: it is)."""
+    for key, field in (("role", "role"), ("call", "tool_call_id"), ("content", "content")):
+        if key in want and got.get(field) != want[key]:
+            return f"{key} {got.get(field)!r}, expected {want[key]!r}"
+    if "content_contains" in want and want["content_contains"] not in str(got.get("content")):
+        return f"content {got.get('content')!r} lacks {want['content_contains']!r}"
+    return None
+
+
+def _check_commits(want: list[list[dict[str, Any]]], trace: list[dict[str, Any]]) -> list[str]:
+    commits = [e.get("messages") or [] for e in trace if e["type"] == "commit_enter"]
+    if len(commits) != len(want):
+        return [f"commit_accepted_step calls: expected {len(want)}, observed {len(commits)}"]
+    out = []
+    for k, (wanted, got) in enumerate(zip(want, commits, strict=True)):
+        roles = [f"{m.get('role')}:{m.get('tool_call_id') or ''}".rstrip(":") for m in got]
+        if len(got) != len(wanted):
+            out.append(f"commit {k}: expected {len(wanted)} message(s), observed {roles}")
+            continue
+        for j, (w, g) in enumerate(zip(wanted, got, strict=True)):
+            why = _message_differs(w, g)
+            if why is not None:
+                out.append(f"commit {k}, message {j}: {why}")
+    return out
+
+
+def _check_visible(never: list[str], trace: list[dict[str, Any]]) -> list[str]:
+    out = []
+    for text in never:
+        for e in trace:
+            seen = [m for m in e.get("messages") or [] if text in str(m.get("content"))]
+            if e["type"] in _VISIBLE and seen:
+                where = f"{e['type']} {e.get('step', e.get('n', ''))}".rstrip()
+                out.append(
+                    f"the model could see {text!r}: {seen[0].get('role')} message in {where}"
+                )
+                break
+    return out
+
+
+def _check_order(orders: list[list[str]], trace: list[dict[str, Any]]) -> list[str]:
+    at = event_positions(trace)
+    out = []
+    for sequence in orders:
+        missing = [name for name in sequence if name not in at]
+        if missing:
+            out.append(f"order {sequence}: never happened: {missing}")
+            continue
+        for before, after in itertools.pairwise(sequence):
+            if at[before] > at[after]:
+                out.append(f"order: {after} happened before {before}")
+    return out
 
 
 def check(
@@ -47,12 +108,16 @@ def check(
                     f"{call}: the model saw {message!r}; expected it to contain {want['result_contains']!r}",
                 )
             )
-    if "commits" in then:
+    if isinstance(then.get("commits"), int):
         got = sum(1 for e in trace if e["type"] == "commit_enter")
         if got != then["commits"]:
             out.append(
                 ("", f"commit_accepted_step calls: expected {then['commits']}, observed {got}")
             )
+    elif "commits" in then:
+        out.extend(("", text) for text in _check_commits(then["commits"], trace))
+    out.extend(("", text) for text in _check_visible(then.get("never_visible", []), trace))
+    out.extend(("", text) for text in _check_order(then.get("order", []), trace))
     if "provider_calls" in then:
         got = sum(1 for e in trace if e["type"] == "provider_call")
         if got != then["provider_calls"]:

@@ -16,9 +16,13 @@ from seamspec.conformance._contracts.dispatch_recorder.journal_lint import (
 
 __all__ = [
     "PRE_KINDS",
+    "RACE_LIMIT",
     "behaviour_for",
     "calls_of",
+    "event_positions",
+    "failed",
     "gates_of",
+    "late_limit",
     "lint",
     "policy_for",
     "pre_kind",
@@ -28,6 +32,10 @@ __all__ = [
 
 #: Pre-dispatch decisions that are mutations, and the mutation kind each one records.
 PRE_KINDS = {"rewrite": "input_rewrite", "inject": "context_injection"}
+#: A time limit below this many seconds is short: a gate released by a plain ``release``
+#: step would race it (a loaded machine can take that long between two steps), so the
+#: linter asks for ``late`` with ``release_late`` (or no release at all) instead.
+RACE_LIMIT = 2.0
 
 
 def step_verb(step: dict[str, Any]) -> str:
@@ -77,13 +85,55 @@ def failed(behaviour: dict[str, Any]) -> str | None:
 
 
 def gates_of(given: dict[str, Any]) -> set[str]:
+    """Every gate a record, commit or tool of the scenario may block on."""
     recorder = given.get("recorder") or {}
-    found = set()
-    for key in ("record", "commit"):
-        script = recorder.get(key, [])
-        for b in script if isinstance(script, list) else [script]:
-            if "gate" in b:
-                found.add(b["gate"])
+    found = {b.get("gate") for key in ("record", "commit") for b in _behaviours(recorder, key)}
+    found |= {spec.get("gate") for spec in given.get("tools", {}).values()}
+    return {str(g) for g in found if g is not None}
+
+
+def late_limit(given: dict[str, Any], gate: str) -> str:
+    """The time limit a ``release_late`` of ``gate`` waits out: the commit limit for a gate a
+    commit blocks on, else the record limit (a tool's gate: it ran longer than any record
+    may take)."""
+    commits = _behaviours(given.get("recorder") or {}, "commit")
+    return (
+        "commit_time_limit" if any(b.get("gate") == gate for b in commits) else "record_time_limit"
+    )
+
+
+def event_positions(trace: list[dict[str, Any]]) -> dict[str, int]:
+    """The index of the first event of each name ``then.order`` may use.
+
+    Names: ``provider:K``, ``record:CALL:KIND`` and ``recorded:CALL:KIND`` (the record's
+    entry and its end), ``tool:CALL`` and ``tool_done:CALL``, ``approval:CALL``,
+    ``commit:N`` and ``committed:N``, ``release:GATE``, ``cancel``, ``turn_end``.
+    """
+    found: dict[str, int] = {}
+    records: dict[Any, str] = {}
+    for i, e in enumerate(trace):
+        kind = e.get("type")
+        name = None
+        if kind == "provider_call":
+            name = f"provider:{e.get('step')}"
+        elif kind == "record_enter":
+            records[e.get("n")] = f"{e.get('call')}:{e.get('kind')}"
+            name = f"record:{records[e.get('n')]}"
+        elif kind == "record_exit" and e.get("n") in records:
+            name = f"recorded:{records[e.get('n')]}"
+        elif kind in ("commit_enter", "commit_exit"):
+            name = f"{'commit' if kind == 'commit_enter' else 'committed'}:{e.get('n')}"
+        elif kind in ("tool_run", "tool_exit", "approval"):
+            verb = {"tool_run": "tool", "tool_exit": "tool_done", "approval": "approval"}[kind]
+            name = f"{verb}:{e.get('call')}"
+        elif kind == "gate_released":
+            name = f"release:{e.get('gate')}"
+        elif kind == "cancel_requested":
+            name = "cancel"
+        elif kind == "turn_end":
+            name = "turn_end"
+        if name is not None:
+            found.setdefault(name, i)
     return found
 
 
@@ -116,6 +166,22 @@ def lint(data: dict[str, Any]) -> list[tuple[tuple[str | int, ...], str]]:
     for key in then.get("calls", {}):
         if key not in ids:
             problems.append((("then", "calls", key), f"{key!r} is not a proposed call id"))
+    commits = then.get("commits")
+    for k, commit in enumerate(commits if isinstance(commits, list) else []):
+        for j, message in enumerate(commit):
+            if "call" in message and message["call"] not in ids:
+                where = ("then", "commits", k, j, "call")
+                problems.append((where, f"{message['call']!r} is not a proposed call id"))
+    for k, sequence in enumerate(then.get("order", [])):
+        for j, name in enumerate(sequence):
+            parts = name.split(":")
+            wrong = (
+                parts[0] in ("record", "recorded", "tool", "tool_done", "approval")
+                and parts[1] not in ids
+            ) or (parts[0] == "release" and parts[1] not in gates_of(given))
+            if wrong:
+                what = "gate" if parts[0] == "release" else "proposed call id"
+                problems.append((("then", "order", k, j), f"{parts[1]!r} is not a {what}"))
     recorder = given.get("recorder")
     journal = bool(recorder and recorder.get("journal"))
     if journal != ("signed-journal" in data.get("requires", [])):
@@ -146,15 +212,51 @@ def lint(data: dict[str, Any]) -> list[tuple[tuple[str | int, ...], str]]:
             ))  # fmt: skip
     if journal:
         problems.extend(journal_problems(data))
-    late = any(b.get("late") for b in _behaviours(recorder, "record"))
-    if late and "release_late" not in {step_verb(s) for s in when}:
-        problems.append((("when",), "a `late` record needs a `release_late` step"))
+    verbs = [step_verb(s) for s in when]
+    for key in ("record", "commit"):
+        late = any(b.get("late") for b in _behaviours(recorder, key))
+        if late and "release_late" not in verbs and "cancel" not in verbs:
+            problems.append((("when",), f"a `late` {key} needs a `release_late` or `cancel` step"))
+    for index, step in enumerate(when):
+        if (
+            step_verb(step) == "release_late"
+            and late_limit(given, step["release_late"]) not in given
+        ):
+            limit = late_limit(given, step["release_late"])
+            problems.append((("when", index), f"`release_late` waits for `{limit}`: give one"))
+    problems.extend(_races(given, when))
     for b in _behaviours(recorder, "commit"):
         if (b.get("hang") or b.get("late")) and "commit_time_limit" not in given:
             problems.append((("given",), "a hanging commit needs `commit_time_limit`"))
     for b in _behaviours(recorder, "record"):
         if (b.get("hang") or b.get("late")) and "record_time_limit" not in given:
             problems.append((("given",), "a hanging record needs `record_time_limit`"))
+    return problems
+
+
+def _races(
+    given: dict[str, Any], when: list[dict[str, Any]]
+) -> list[tuple[tuple[str | int, ...], str]]:
+    """Gates whose plain ``release`` would race a short record or commit time limit."""
+    problems: list[tuple[tuple[str | int, ...], str]] = []
+    released = {
+        step["release"]: index for index, step in enumerate(when) if step_verb(step) == "release"
+    }
+    cancelled = next((i for i, s in enumerate(when) if step_verb(s) == "cancel"), len(when))
+    recorder = given.get("recorder") or {}
+    for key, limit_key in (("record", "record_time_limit"), ("commit", "commit_time_limit")):
+        limit = given.get(limit_key)
+        if limit is None or limit >= RACE_LIMIT:
+            continue
+        for b in _behaviours(recorder, key):
+            gate = b.get("gate")
+            if gate in released and not b.get("late") and released[gate] < cancelled:
+                problems.append((
+                    ("when", released[gate], "release"),
+                    f"releasing gate {gate!r} races the {limit:g} s {limit_key}: the {key} "
+                    f"must pass (or fail) the same on a loaded machine; use `late: true` "
+                    f"with `release_late`, a limit of {RACE_LIMIT:g} s or more, or no release",
+                ))  # fmt: skip
     return problems
 
 

@@ -10,9 +10,10 @@ from a scenario citing its rule. Mutants are ordinary adapters too::
 
 from __future__ import annotations
 
+import functools
 import json
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,8 +23,13 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from seamspec import __version__
+from seamspec.conformance._contracts.dispatch_recorder import mutant_executors as more
 from seamspec.conformance._contracts.dispatch_recorder import mutant_journals as mj
-from seamspec.conformance._contracts.dispatch_recorder.driver import DispatchRecorderDriver
+from seamspec.conformance._contracts.dispatch_recorder.driver import (
+    DispatchRecorderDriver,
+    DispatchRecorderImplementation,
+)
+from seamspec.conformance._contracts.dispatch_recorder.outsiders import batch1
 from seamspec.conformance._contracts.dispatch_recorder.reference_adapter import ReferenceDispatch
 from seamspec.conformance._core.python_adapter import PythonAdapter
 from seamspec.reference import (
@@ -317,13 +323,22 @@ class DrMutant:
     statement: str
     executor: type[ToolExecutor] = ToolExecutor
     loop_mode: str | None = None
+    turn: Callable[[str, Any, ToolExecutor, float | None], Awaitable[Sequence[Message]]] | None = (
+        None
+    )
     journal: type[Any] = JournalRecorder
     lax_verify: bool = False
     #: A replacement verifier: (journal bytes, public key, anchor, path) -> Verification.
     verifier: Verifier | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    #: Who wrote it: ``kit`` (against the reference) or ``outsider batch N`` (from the docs).
+    origin: str = "kit"
+    #: An outsider mutant is their own implementation with the bug, not the reference's.
+    outsider: Callable[[], DispatchRecorderImplementation] | None = None
 
-    def implementation(self) -> ReferenceDispatch:
+    def implementation(self) -> DispatchRecorderImplementation:
+        if self.outsider is not None:
+            return self.outsider()
         mutant = self
 
         class Implementation(ReferenceDispatch):
@@ -333,6 +348,8 @@ class DrMutant:
             async def loop(
                 self, prompt: str, provider: Any, executor: ToolExecutor, limit: float | None
             ) -> Sequence[Message]:
+                if mutant.turn is not None:
+                    return await mutant.turn(prompt, provider, executor, limit)
                 if mutant.loop_mode is None:
                     result = await run_turn(prompt, provider, executor, commit_time_limit=limit)
                     return result.messages
@@ -431,6 +448,89 @@ _ALL = (
     DrMutant("dr-commit-default-fails", "DR-COMMIT-DEFAULT",
              "treats a recorder without its own commit_accepted_step as a failed barrier",
              loop_mode="default-fails"),
+    # The boundaries (mutant_executors.py).
+    DrMutant("dr-limit-from-call-start", "DR-HANG",
+             "starts one record clock per tool call, so a slow tool eats the redaction "
+             "record's time", executor=more.LimitFromCallStart),
+    DrMutant("dr-limit-per-turn", "DR-HANG",
+             "gives all records of a turn one shared time budget", executor=more.LimitPerTurn),
+    DrMutant("dr-limit-ignored", "DR-HANG",
+             "puts no time limit on record at all", executor=more.LimitIgnored),
+    DrMutant("dr-cancel-late-ok-applied", "DR-CANCEL",
+             "applies a mutation whose record answered OK after the turn was cancelled",
+             executor=more.CancelLateOkApplied),
+    DrMutant("dr-commit-cancel-is-failure", "DR-CANCEL",
+             "catches everything around the commit, so a cancelled commit ends the turn "
+             "as a commit error", turn=more.loop_commit_cancel_is_failure),
+    DrMutant("dr-raise-escapes", "DR-RAISE",
+             "lets an exception from the recorder escape and end the turn",
+             executor=more.RaiseEscapes),
+    DrMutant("dr-retry-failed-record", "DR-ONE-RECORD",
+             "retries a failed record once and applies the mutation if the retry works",
+             executor=more.RetryFailedRecord),
+    DrMutant("dr-record-canonical-json", "DR-ONE-RECORD",
+             "records rewritten arguments re-serialised as canonical JSON, not verbatim",
+             executor=more.RecordCanonicalJson),
+    DrMutant("dr-empty-redaction-ignored", "DR-ONE-RECORD",
+             "reads a redaction to the empty string as no redaction: unrecorded, raw result",
+             executor=more.EmptyRedactionIgnored),
+    DrMutant("dr-denies-unrecorded", "DR-ONE-RECORD",
+             "denies every rewrite without asking the recorder", executor=more.DeniesUnrecorded),
+    DrMutant("dr-rewrite-canonical-json", "DR-REWRITE",
+             "runs the tool with the recorded new_args re-serialised as canonical JSON",
+             executor=more.RewriteCanonicalJson),
+    DrMutant("dr-redact-canonical-json", "DR-REDACT",
+             "releases the recorded redaction re-serialised as canonical JSON",
+             executor=more.RedactCanonicalJson),
+    DrMutant("dr-blank-context-dropped", "DR-INJECT",
+             "strips the recorded context, so whitespace-only context is never injected",
+             executor=more.BlankContextDropped),
+    DrMutant("dr-inject-unrecorded", "DR-RECORD-FIRST",
+             "applies context injections without recording them", executor=more.InjectUnrecorded),
+    DrMutant("dr-redacts-denials", "DR-BOTH",
+             "runs the post-dispatch policy over denials and records a redaction of them",
+             executor=more.RedactsDenials),
+    DrMutant("dr-absent-withholds", "DR-ABSENT",
+             "with no recorder, withholds results the policy wanted redacted",
+             executor=more.AbsentWithholds),
+    DrMutant("dr-approval-unwired-runs", "DR-APPROVAL",
+             "with no approver wired, runs calls that need approval",
+             executor=more.ApprovalUnwiredRuns),
+    DrMutant("dr-denial-paraphrased", "DR-OUTCOME-TEXT",
+             "words denials its own way, without the fixed prefix",
+             executor=more.DenialParaphrased),
+    DrMutant("dr-withheld-empty", "DR-OUTCOME-TEXT",
+             "releases an empty result instead of the withheld notice",
+             executor=more.WithheldEmpty),
+    DrMutant("dr-commit-whole-transcript", "DR-COMMIT-STEP",
+             "commits the whole transcript at every step, not the step's messages",
+             turn=more.loop_commit_transcript),
+    DrMutant("dr-commit-early", "DR-COMMIT-BARRIER",
+             "commits each step as soon as the model answered, before its calls ran",
+             turn=more.loop_commit_early),
+    DrMutant("dr-final-step-uncommitted", "DR-COMMIT-FINAL",
+             "does not commit the final answer step", turn=more.loop_final_uncommitted),
+    # Findings nothing else reached (tests/dr_oracle_coverage.py).
+    DrMutant("dr-denials-dropped", "DR-REWRITE-FAIL",
+             "denies a call by leaving it out of the transcript, with no result at all",
+             executor=more.DenialsDropped),
+    DrMutant("dr-approval-inverted", "DR-APPROVAL",
+             "reads the approver's answer the wrong way round", executor=more.ApprovalInverted),
+    DrMutant("dr-approval-reason-injected", "DR-APPROVAL",
+             "runs an approved call with the approval's reason as context",
+             executor=more.ApprovalReasonInjected),
+    DrMutant("dr-approval-speculative", "DR-APPROVAL",
+             "starts the tool before the approver answers and drops the result if refused",
+             executor=more.ApprovalSpeculative),
+    DrMutant("dr-absent-denies-mutations", "DR-ABSENT",
+             "with no recorder, denies calls the policy wanted to mutate",
+             executor=more.AbsentDeniesMutations),
+    DrMutant("dr-commit-prompt-first", "DR-COMMIT-STEP",
+             "commits the user's prompt on its own before the first step",
+             turn=more.loop_commit_prompt_first),
+    DrMutant("dr-commit-late-ok-accepted", "DR-COMMIT-FAIL",
+             "takes a commit's OK even when it came after the commit time limit",
+             turn=more.loop_commit_late_ok),
     DrMutant("dr-journal-ok-before-fsync", "DR-JOURNAL-DURABLE",
              "the journal returns OK once the entry is written, before any fsync",
              journal=_JournalOkBeforeFsync),
@@ -440,8 +540,19 @@ _ALL = (
     *_JOURNAL_MUTANTS,
 )  # fmt: skip
 
-#: Every DR mutant by name, in catalogue order of the rule it breaks.
-MUTANTS: dict[str, DrMutant] = {mutant.name: mutant for mutant in _ALL}
+_OUTSIDERS = tuple(
+    DrMutant(
+        f"out-dr-{name.replace('_', '-')}",
+        variant.rule,
+        variant.statement,
+        origin="outsider batch 1",
+        outsider=functools.partial(batch1.implementation, name),
+    )
+    for name, variant in batch1.MUTANTS.items()
+)
+
+#: Every DR mutant by name: the kit's own, then each outsider batch.
+MUTANTS: dict[str, DrMutant] = {mutant.name: mutant for mutant in (*_ALL, *_OUTSIDERS)}
 
 
 def mutant_adapter(name: str, backend: str = "asyncio") -> PythonAdapter:
@@ -452,5 +563,5 @@ def mutant_adapter(name: str, backend: str = "asyncio") -> PythonAdapter:
         version=__version__,
         drivers=[DispatchRecorderDriver(mutant.implementation())],
         backend=backend,
-        details={"mutant": name, "breaks": mutant.rule},
+        details={"mutant": name, "breaks": mutant.rule, "origin": mutant.origin},
     )

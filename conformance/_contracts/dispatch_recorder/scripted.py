@@ -61,11 +61,16 @@ def dump(messages: Sequence[Message]) -> list[dict[str, Any]]:
 
 
 class Participants:
-    """The scripted provider, tools, policy and approver of one scenario."""
+    """The scripted provider, tools, policy and approver of one scenario.
 
-    def __init__(self, given: Mapping[str, Any], tracer: Tracer) -> None:
+    A tool with a ``gate`` blocks until the gate opens (it stays cancellable), so that a
+    scenario can make a tool take longer than the record time limit without a sleep.
+    """
+
+    def __init__(self, given: Mapping[str, Any], tracer: Tracer, gates: Gates) -> None:
         self.given = given
         self.tracer = tracer
+        self.gates = gates
         self.steps = 0
 
     async def next_step(self, messages: Sequence[Message]) -> ProviderStep:
@@ -87,6 +92,9 @@ class Participants:
         )  # fmt: skip
         await anyio.lowlevel.checkpoint()
         spec = self.given.get("tools", {}).get(invocation.name, {})
+        if "gate" in spec:
+            self.gates.entered.setdefault(spec["gate"], anyio.current_time())
+            await self.gates[spec["gate"]].wait()
         if "raise" in spec:
             self.tracer.emit("tool_exit", call=invocation.call_id, raised=spec["raise"])
             raise ScriptedFailure(spec["raise"])
@@ -127,15 +135,18 @@ class Gates:
 
 
 async def _perform(behaviour: dict[str, Any], gates: Gates) -> RecordOutcome:
-    await anyio.lowlevel.checkpoint()
-    if "gate" in behaviour:
+    if behaviour.get("late"):
+        # Deaf to the executor's time limit and to cancellation until released. It goes
+        # deaf before its first checkpoint, so however loaded the machine, no limit or
+        # cancellation can reach it between the call and the shield.
         gates.entered[behaviour["gate"]] = anyio.current_time()
-        if behaviour.get("late"):
-            # Completes late: deaf to the executor's time limit until released.
-            with anyio.CancelScope(shield=True):
-                await gates[behaviour["gate"]].wait()
-        else:
+        with anyio.CancelScope(shield=True):
             await gates[behaviour["gate"]].wait()
+    else:
+        await anyio.lowlevel.checkpoint()
+    if "gate" in behaviour and not behaviour.get("late"):
+        gates.entered[behaviour["gate"]] = anyio.current_time()
+        await gates[behaviour["gate"]].wait()
     if behaviour.get("hang"):
         await anyio.sleep_forever()
     if "raise" in behaviour:

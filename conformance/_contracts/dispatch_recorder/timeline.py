@@ -59,6 +59,8 @@ def render(event: dict[str, Any]) -> str | None:
         return f"approval for {event.get('call')}: {event.get('approved')}"
     if kind in ("journal_fsync", "journal_check", "journal_verify", "journal_tampered"):
         return _journal(kind, event)
+    if kind == "wait_unmet":
+        return f"** step {event.get('step')}: {event.get('waited_for')} never came; the turn was over **"
     if kind == "cancel_requested":
         return "** cancel **"
     if kind == "gate_released":

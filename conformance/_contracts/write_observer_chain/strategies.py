@@ -67,40 +67,58 @@ def expected_calls(given: dict[str, Any], when: list[dict[str, Any]]) -> list[st
 
 # Paths a seam scenario writes to, and what a conforming sandbox does with each.
 _ALLOWED = ("a.txt", "new.txt", "sub/b.txt")
-_REFUSED = ("secret/key.txt", "../escape.txt")
+# "private" is a deny pattern naming a folder: it refuses every path under it; "hidden"
+# is a symbolic link to the denied folder "secret", refused like the folder.
+_DENY = ["secret/*", "private"]
+_FILES = {"a.txt": "old\n", "blocker": "x", "secret/key.txt": "k\n"}
+_SYMLINKS = {"hidden": {"to": "secret"}}
+_REFUSED = ("secret/key.txt", "../escape.txt", "private/notes.txt", "hidden/key.txt")
 _FAILING = "blocker/x.txt"  # "blocker" is a file, so this write fails after before_write
+_GHOST = "ghost.txt"  # never written: deleting it is a failed mutation
 _CONTENTS = st.sampled_from(["", "v2\n", "x = 1  \n", "old\nold\n"])
 
 
 @st.composite
-def _seam_steps(draw: st.DrawFn, order: list[str]) -> tuple[list[dict[str, Any]], list[str]]:
-    """Tool steps over a small sandbox, and the hook calls a conforming seam makes."""
-    files = {"a.txt": "old\n", "blocker": "x"}
+def _seam_steps(
+    draw: st.DrawFn, order: list[str]
+) -> tuple[list[dict[str, Any]], list[str] | None, list[str]]:
+    """Tool steps over a small sandbox, the hook calls a conforming seam makes (None when
+    they are the implementation's choice), and the steps that must report a failure."""
+    files = dict(_FILES)
     steps: list[dict[str, Any]] = []
-    calls: list[str] = []
+    calls: list[str] | None = []
+    failing: list[str] = []
     both = [f"{n}.before_write" for n in order] + [f"{n}.after_write" for n in order]
     for index in range(1, draw(st.integers(1, 3)) + 1):
         ident = f"t{index}"
         kind = draw(st.sampled_from(["write", "write", "edit", "delete"]))
         if kind == "edit" and files.get("a.txt", "").count("old") == 1:
-            steps.append({"edit": {"id": ident, "path": "a.txt", "old": "old", "new": "new"}})
-            files["a.txt"] = files["a.txt"].replace("old", "new", 1)
-            calls += both
-        elif kind == "delete" and any(p in files for p in _ALLOWED):
-            path = draw(st.sampled_from([p for p in _ALLOWED if p in files]))
+            # The new text may contain the old one: the edit still took effect.
+            new = draw(st.sampled_from(["new", "old, kept"]))
+            steps.append({"edit": {"id": ident, "path": "a.txt", "old": "old", "new": new}})
+            files["a.txt"] = files["a.txt"].replace("old", new, 1)
+            calls = None if calls is None else calls + both
+        elif kind == "delete":
+            path = draw(st.sampled_from([p for p in _ALLOWED if p in files] + [_GHOST]))
             steps.append({"delete": {"id": ident, "path": path}})
-            del files[path]
-            calls += both
+            if path == _GHOST:
+                # Whether before_write comes first is the tool's own business
+                # (woc-seam-failed-delete-skips-after-write): the calls are not pinned.
+                calls = None
+                failing.append(ident)
+            else:
+                del files[path]
+                calls = None if calls is None else calls + both
         else:
             path = draw(st.sampled_from([*_ALLOWED, *_REFUSED, _FAILING]))
             content = draw(_CONTENTS)
             steps.append({"write": {"id": ident, "path": path, "content": content}})
             if path in _ALLOWED:
                 files[path] = content
-                calls += both
-            elif path == _FAILING:
+                calls = None if calls is None else calls + both
+            elif path == _FAILING and calls is not None:
                 calls += [f"{n}.before_write" for n in order]
-    return steps, calls
+    return steps, calls, failing
 
 
 @st.composite
@@ -120,7 +138,7 @@ def woc_scenarios(draw: st.DrawFn) -> dict[str, Any]:
     if shape == "slow" and not scripted:
         shape = "calls"
     if shape == "seam":
-        steps, calls = draw(_seam_steps([leaf["name"] for leaf in leaves]))
+        steps, calls, failing = draw(_seam_steps([leaf["name"] for leaf in leaves]))
         rules = [
             "WOC-SEAM-DENIED",
             "WOC-SEAM-PRE",
@@ -131,13 +149,15 @@ def woc_scenarios(draw: st.DrawFn) -> dict[str, Any]:
         return _document(
             {
                 "observers": observers,
-                "files": {"a.txt": "old\n", "blocker": "x"},
-                "deny": ["secret/*"],
+                "files": dict(_FILES),
+                "symlinks": dict(_SYMLINKS),
+                "deny": list(_DENY),
             },
             steps,
             calls,
             rules,
             requires=["write-tools"],
+            tools={ident: {"ok": False} for ident in failing},
         )
     given: dict[str, Any] = {"observers": observers}
     hooks = draw(st.lists(st.sampled_from(["before_write", "after_write"]), min_size=1, max_size=3))
@@ -153,14 +173,28 @@ def woc_scenarios(draw: st.DrawFn) -> dict[str, Any]:
         nested = [leaf for leaf in nested if "builtin" not in leaf]
         in_nested = bool(nested) and draw(st.booleans())
         sleeper = draw(st.sampled_from(nested if in_nested else scripted))
-        sleeper["before_write"], sleeper["after_write"] = {"hang": True}, {"hang": True}
+        sleepers = [sleeper]
+        # Sometimes a second one, and then a bound on the call: two hung hooks hold it for
+        # about two limits, 2 s, so it must return within 3.5 s (WOC-SLOW-BOUNDED), far
+        # from the 4 s of a chain that cuts hooks off only at twice the limit.
+        others = [leaf for leaf in scripted if leaf is not sleeper]
+        if others:
+            second: bool = draw(st.booleans())
+            if second:
+                sleepers.append(draw(st.sampled_from(others)))
+        for leaf in sleepers:
+            leaf["before_write"], leaf["after_write"] = {"hang": True}, {"hang": True}
         given["hook_time_limit"] = 1.0
         when = when[:1]  # each hanging call costs the whole limit: one is enough
+        rules = ["WOC-SLOW"]
+        if len(sleepers) == 2:
+            when[0]["call"]["within"] = 3.5
+            rules.append("WOC-SLOW-BOUNDED")
         return _document(
             given,
             when,
             expected_calls(given, when),
-            ["WOC-SLOW"],
+            rules,
             requires=["hook-time-limit"],
             level="SHOULD",
         )
@@ -180,19 +214,26 @@ def woc_scenarios(draw: st.DrawFn) -> dict[str, Any]:
     rules = ["WOC-ORDER-BEFORE", "WOC-ORDER-AFTER", "WOC-JOIN", "WOC-FAIL-CONTAINED"]
     if any("chain" in e for e in observers):
         rules.append("WOC-NESTED")
+    requires = None
     if any("start" in s for s in when):
         rules.append("WOC-CANCEL")
-    return _document(given, when, expected_calls(given, when), rules)
+        # Sometimes under a per-hook limit far longer than the scenario needs: the caller's
+        # cancel is still no timeout of the hook it interrupts (it propagates at once).
+        if draw(st.booleans()):
+            given["hook_time_limit"] = 3.0
+            requires = ["hook-time-limit"]
+    return _document(given, when, expected_calls(given, when), rules, requires=requires)
 
 
 def _document(
     given: dict[str, Any],
     when: list[dict[str, Any]],
-    calls: list[str],
+    calls: list[str] | None,
     rules: list[str],
     *,
     requires: list[str] | None = None,
     level: str = "MUST",
+    tools: dict[str, dict[str, bool]] | None = None,
 ) -> dict[str, Any]:
     if any("chain" in e for e in given["observers"]) and "WOC-NESTED" not in rules:
         rules = [*rules, "WOC-NESTED"]
@@ -210,7 +251,10 @@ def _document(
         "universal rule; `then.calls` pins the hook order a conforming chain shows.",
         given=given,
         when=when,
-        then={"calls": calls},
+        then={
+            **({"calls": calls} if calls is not None else {}),
+            **({"tools": tools} if tools else {}),
+        },
     )
     return document
 

@@ -18,6 +18,8 @@ import { JournalRecorder, verifyJournal } from "./journal.mjs";
 export const WAIT_LIMIT = 10.0;
 export const TURN_LIMIT = 10.0;
 
+class Unmet extends Error {}
+
 class ScriptedFailure extends Error {
   constructor(message) {
     super(message);
@@ -103,6 +105,11 @@ class Run {
         await turn();
         if (signal.aborted) throw signal.reason;
         const spec = given.tools?.[invocation.name] ?? {};
+        if ("gate" in spec) {
+          // A slow tool: blocks (cancellably) until the kit opens its gate.
+          if (!run.entered.has(spec.gate)) run.entered.set(spec.gate, Date.now());
+          await Promise.race([run.gate(spec.gate).opened, aborted(signal)]);
+        }
         if ("raise" in spec) {
           run.emit("tool_exit", { call: invocation.callId, raised: spec.raise });
           throw new ScriptedFailure(spec.raise);
@@ -128,13 +135,18 @@ class Run {
 
   // -- the scripted recorder -------------------------------------------------------
   async perform(behaviour, signal) {
-    await turn();
-    if (signal.aborted) throw signal.reason;
-    if ("gate" in behaviour) {
+    if (behaviour.late) {
+      // Deaf to the time limit and to cancellation until released, from the very start:
+      // no limit or cancellation can reach it before it waits, however loaded the machine.
       this.entered.set(behaviour.gate, Date.now());
-      const opened = this.gate(behaviour.gate).opened;
-      // `late`: deaf to the executor's time limit until released.
-      await (behaviour.late ? opened : Promise.race([opened, aborted(signal)]));
+      await this.gate(behaviour.gate).opened;
+    } else {
+      await turn();
+      if (signal.aborted) throw signal.reason;
+    }
+    if ("gate" in behaviour && !behaviour.late) {
+      this.entered.set(behaviour.gate, Date.now());
+      await Promise.race([this.gate(behaviour.gate).opened, aborted(signal)]);
     }
     if (behaviour.hang) await aborted(signal);
     if ("raise" in behaviour) throw new ScriptedFailure(behaviour.raise);
@@ -212,6 +224,7 @@ class Run {
 
   // -- the turn and the steps --------------------------------------------------------
   async turn(recorder) {
+    this.finished = false;
     const parts = this.participants();
     const controller = new AbortController();
     this.controller = controller;
@@ -219,7 +232,8 @@ class Run {
     const timer = setTimeout(() => controller.abort(new Cancelled("kit time limit")), TURN_LIMIT * 1000);
     try {
       const executor = new ToolExecutor(parts, parts, recorder, {
-        approver: (call) => parts.approve(call),
+        // `approver: false`: no approver is wired at all.
+        approver: this.given.approver === false ? null : (call) => parts.approve(call),
         recordTimeLimit: this.given.record_time_limit ?? 10.0,
       });
       const messages = await runTurn(String(this.given.prompt ?? "go"), parts, executor, {
@@ -236,6 +250,7 @@ class Run {
       }
     } finally {
       clearTimeout(timer);
+      this.finished = true;
     }
   }
 
@@ -249,9 +264,12 @@ class Run {
     }
   }
 
+  // Waits until ready(). A turn that ended without the awaited event broke a rule, not
+  // the protocol: the steps stop there (an Unmet) and the kit judges the trace.
   async wait(index, what, ready) {
     const deadline = Date.now() + WAIT_LIMIT * 1000;
     while (!ready()) {
+      if (this.finished) throw new Unmet(what);
       if (Date.now() > deadline) throw new DriverError(`step ${index}: ${what} did not happen within ${WAIT_LIMIT} s`);
       await sleep(0.001);
     }
@@ -270,17 +288,21 @@ class Run {
     const body = step[verb];
     if (verb === "turn") await this.turn(recorder);
     else if (verb === "start_turn") this.done = this.turn(recorder);
-    else if (verb === "wait_record" || verb === "wait_commit") {
+    else if (verb === "wait_record" || verb === "wait_commit" || verb === "wait_tool") {
       const kind = verb.slice("wait_".length);
       const wanted = body?.count ?? 1;
-      await this.wait(index, `${wanted} ${kind} call(s)`, () => this.count(`${kind}_enter`) >= wanted);
+      const event = kind === "tool" ? "tool_run" : `${kind}_enter`;
+      await this.wait(index, `${wanted} ${kind} call(s)`, () => this.count(event) >= wanted);
     } else if (verb === "release") {
       this.emit("gate_released", { gate: body });
       this.gate(body).open();
       await this.settle();
     } else if (verb === "release_late") {
       await this.wait(index, `a call blocked on gate ${body}`, () => this.entered.has(body));
-      const limit = Number(this.given.record_time_limit ?? 0);
+      // The limit of whatever blocks on the gate: a commit's, else a record's.
+      const commits = [this.given.recorder?.commit ?? []].flat();
+      const key = commits.some((b) => b.gate === body) ? "commit_time_limit" : "record_time_limit";
+      const limit = Number(this.given[key] ?? 0);
       // Not a sleep for ordering: the gate must open only once the limit has passed.
       await sleep(Math.max(0, this.entered.get(body) / 1000 + limit - Date.now() / 1000) + 0.02);
       this.emit("gate_released", { gate: body, after_limit: limit });
@@ -300,7 +322,15 @@ class Run {
   async run() {
     const recorder = this.recorder();
     try {
-      for (const [index, step] of this.when.entries()) await this.step(index, step, recorder);
+      for (const [index, step] of this.when.entries()) {
+        try {
+          await this.step(index, step, recorder);
+        } catch (error) {
+          if (!(error instanceof Unmet)) throw error;
+          this.emit("wait_unmet", { step: index, waited_for: error.message });
+          break;
+        }
+      }
       await this.waitDone();
     } finally {
       if (this.journal) this.journal.inner.close(); // the kit reads the file afterwards

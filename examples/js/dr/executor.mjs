@@ -84,13 +84,18 @@ export class ToolExecutor {
     Object.assign(this, { tools, policy, recorder, approver, recordTimeLimit });
   }
 
-  /** One fail-closed record: anything but a timely OK is a RecordError. */
+  /**
+   * One fail-closed record: anything but a timely OK is a RecordError. A cancellation
+   * that came while the recorder was deaf to it (it answered anyway) wins: nothing
+   * recorded after the caller went away may be applied.
+   */
   async record(mutation, signal) {
     const { value, error, late } = await limited(
       (local) => this.recorder.record(mutation, { signal: local }),
       this.recordTimeLimit,
       signal,
     );
+    if (signal.aborted) throw signal.reason;
     if (error !== undefined) return new RecordError(`the recorder raised ${pyRepr(error)}`);
     if (late) return new RecordError(`the record took longer than ${g(this.recordTimeLimit)} s`);
     if (value === OK || value instanceof RecordError) return value;
@@ -164,6 +169,7 @@ async function commit(recorder, messages, seconds, signal) {
     seconds,
     signal,
   );
+  if (signal.aborted) throw signal.reason; // cancelled while a deaf commit answered
   if (error !== undefined) return `commit_accepted_step raised ${pyRepr(error)}`;
   if (late) return `commit_accepted_step took longer than ${g(seconds)} s`;
   if (value instanceof RecordError) return value.reason;

@@ -1,0 +1,9 @@
+"""Mutants written by outsiders: plausible bugs from people who read only the docs.
+
+Each batch is one outsider's own implementation (``base.py``) and the broken variants they
+wrote against it (``batchN.py``), before running any of them; the kit's meta-tests treat
+them exactly like the kit's own mutants. Their value is that nobody wrote them against the
+suite: batch 1 found four bugs the suite let through (three on the dispatch side, which
+the scenarios now catch, and one of the journal's), and the scenarios written for them
+then found a fifth in the base itself.
+"""

@@ -1,0 +1,175 @@
+"""The hypothesis side of ``seamspec fuzz``: one search for generated scenarios that fail.
+
+Every example is run and judged by the :class:`Runner`, exactly as ``seamspec run`` would
+run and judge a scenario file: the same skips, time limits, statuses and profile. What
+the search hunts is a *kind* of result, the word :attr:`ScenarioResult.counts_as` gives:
+``failure`` and ``error`` (what makes ``run`` exit 1), or, in a second search that only
+happens when none of those turned up, ``warning`` and ``recommendation``. Each kind
+raises its own exception class, so hypothesis keeps and shrinks one example per kind
+found instead of letting one mask the other.
+
+An implementation behind the wire protocol is restarted after every crash and hang; a
+crash found is replayed many times while it is shrunk. When its restarts are used up
+the search stops at once (a :class:`BaseException`, which hypothesis does not take for a
+failure) with the smallest failing example seen so far: left to go on, every further
+example would error with "not run" and be shrunk into a bogus reproducer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Protocol, runtime_checkable
+
+from seamspec.conformance._core.runner import Runner, ScenarioResult
+from seamspec.conformance._core.scenario import Scenario
+
+__all__ = ["COUNTED", "LESSER", "Found", "SearchResult", "search"]
+
+#: The kinds of result that make ``seamspec run`` exit 1, and those it only reports.
+COUNTED = ("failure", "error")
+LESSER = ("warning", "recommendation")
+
+
+@runtime_checkable
+class _Restarting(Protocol):
+    """What an adapter that restarts its implementation (the wire client) exposes."""
+
+    @property
+    def restarts(self) -> int: ...
+
+    max_restarts: int
+
+
+class Found(Exception):
+    """A generated scenario whose result is of the hunted ``kind``."""
+
+    kind: ClassVar[str] = ""
+
+    def __init__(self, document: dict[str, Any], result: ScenarioResult) -> None:
+        super().__init__(result.detail.splitlines()[0] if result.detail else self.kind)
+        self.document = document
+        self.result = result
+
+
+class _FoundFailure(Found):
+    kind = "failure"
+
+
+class _FoundError(Found):
+    kind = "error"
+
+
+class _FoundWarning(Found):
+    kind = "warning"
+
+
+class _FoundRecommendation(Found):
+    kind = "recommendation"
+
+
+_RAISED: dict[str, type[Found]] = {
+    cls.kind: cls for cls in (_FoundFailure, _FoundError, _FoundWarning, _FoundRecommendation)
+}
+
+
+class _Stopped(BaseException):
+    """The implementation's restarts are used up: no further example can be judged."""
+
+
+@dataclass
+class SearchResult:
+    #: Examples judged (run and not skipped), shrinking included.
+    judged: int = 0
+    #: The shrunk example of each kind found, most serious first.
+    found: list[Found] = field(default_factory=list)
+    #: Why the search stopped before hypothesis was done, if it did.
+    stopped: str = ""
+    #: hypothesis saw an example fail, then pass when replayed.
+    flaky: bool = False
+    #: The first example of each kind seen but not hunted (for a second search).
+    seen: dict[str, Found] = field(default_factory=dict)
+
+
+def _leaves(error: BaseException) -> Iterator[BaseException]:
+    """The exceptions inside hypothesis's groups (several bugs, or a flaky one).
+
+    Read by duck typing: on Python 3.10 the groups come from the ``exceptiongroup``
+    backport, not the built-in ``BaseExceptionGroup``.
+    """
+    inner = getattr(error, "exceptions", None)
+    if isinstance(inner, (tuple, list)):
+        for each in inner:
+            if isinstance(each, BaseException):
+                yield from _leaves(each)
+    else:
+        yield error
+
+
+def search(
+    runner: Runner,
+    strategy: Any,
+    make_scenario: Callable[[dict[str, Any]], Scenario],
+    *,
+    examples: int,
+    seed: int,
+    hunted: tuple[str, ...] = COUNTED,
+    on_judged: Callable[[int], None] | None = None,
+) -> SearchResult:
+    """Run up to ``examples`` generated scenarios; shrink one of each ``hunted`` kind found."""
+    from hypothesis import HealthCheck, Verbosity, given, reject, settings
+    from hypothesis import seed as hypothesis_seed
+    from hypothesis.errors import Flaky, Unsatisfiable
+
+    outcome = SearchResult()
+    #: The last (so the smallest yet) failing example of each kind, should the search stop.
+    latest: dict[str, Found] = {}
+    adapter = runner.adapter
+
+    @settings(
+        max_examples=examples,
+        deadline=None,
+        database=None,
+        suppress_health_check=list(HealthCheck),
+        verbosity=Verbosity.quiet,
+        report_multiple_bugs=True,
+    )
+    @given(strategy)
+    def check(document: dict[str, Any]) -> None:
+        spent = isinstance(adapter, _Restarting) and adapter.restarts >= adapter.max_restarts
+        result = runner.run_one(make_scenario(document))
+        kind = result.counts_as
+        if kind == "skip":
+            reject()  # not judged, exactly as `run` skips it
+        outcome.judged += 1
+        if on_judged:
+            on_judged(outcome.judged)
+        if kind == "error" and spent:
+            assert isinstance(adapter, _Restarting)
+            raise _Stopped(
+                f"the implementation's restarts are used up ({adapter.restarts}, "
+                f"--max-restarts {adapter.max_restarts}): every further example would error "
+                "without being run"
+            )
+        if kind in hunted:
+            found = _RAISED[kind](document, result)
+            latest[kind] = found
+            raise found
+        if kind in _RAISED and kind not in outcome.seen:
+            outcome.seen[kind] = _RAISED[kind](document, result)
+
+    try:
+        hypothesis_seed(seed)(check)()
+    except Unsatisfiable:
+        pass  # every example was skipped: nothing judged, which the caller reports
+    except _Stopped as stop:
+        outcome.stopped = str(stop)
+        outcome.found = [latest[k] for k in hunted if k in latest]
+    except BaseException as raised:
+        found = [leaf for leaf in _leaves(raised) if isinstance(leaf, Found)]
+        if not found:
+            raise
+        outcome.flaky = isinstance(raised, Flaky)
+        by_kind = {f.kind: f for f in found}
+        outcome.found = [by_kind[k] for k in hunted if k in by_kind]
+    return outcome

@@ -1,0 +1,195 @@
+"""The DR oracle, ``then`` and linter on hand-written traces and scenarios.
+
+The Python driver always ends a record it traced, so a record that never returned can
+only come from an adapter in another language; it is checked here, on the smallest
+trace that shows it, and listed on the contract page ("Oracle coverage"). The rest of
+this file pins the new ``then`` vocabulary (commit contents, ``never_visible``,
+``order``) and the linter's guard against gates that would race a short time limit.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from seamspec.conformance._contracts.dispatch_recorder import expect, model, oracle
+
+REWRITE = {"pre": {"rewrite": '{"cmd":"ls -1"}'}}
+
+
+def _request(policy: dict[str, Any], recorder: dict[str, Any] | None) -> dict[str, Any]:
+    given = {
+        "provider": [{"calls": [{"id": "c1", "tool": "shell", "args": '{"cmd":"ls"}'}]}],
+        "policy": {"c1": policy},
+        "recorder": recorder,
+    }
+    return {"id": "dr-x", "contract": "dispatch-recorder", "given": given, "when": []}
+
+
+def _payload(new_args: str = '{"cmd":"ls -1"}') -> dict[str, Any]:
+    return {
+        "tool_call_id": "c1",
+        "tool_name": "shell",
+        "kind": "input_rewrite",
+        "original_args": '{"cmd":"ls"}',
+        "new_args": new_args,
+    }
+
+
+def _record_enter(n: int = 0) -> dict[str, Any]:
+    payload = _payload()
+    return {"type": "record_enter", "n": n, "call": "c1", "tool": "shell",
+            "kind": "input_rewrite", "payload": payload}  # fmt: skip
+
+
+def _messages(*contents: tuple[str, str | None, str]) -> list[dict[str, Any]]:
+    return [{"role": r, "tool_call_id": c, "content": t} for r, c, t in contents]
+
+
+def test_a_record_that_never_returned_counts_as_failed() -> None:
+    """Another language's adapter may leave a record without its end: it did not succeed."""
+    request = _request(REWRITE, {})
+    trace: list[dict[str, Any]] = [
+        {"type": "turn_start"},
+        {"type": "provider_call", "step": 0, "messages": _messages(("user", None, "go"))},
+        _record_enter(),
+        {
+            "type": "tool_run",
+            "call": "c1",
+            "tool": "shell",
+            "args": '{"cmd":"ls -1"}',
+            "context": [],
+        },
+    ]
+    found = oracle.check(request, {}, trace)
+    assert ("DR-REWRITE-FAIL", "c1: its input_rewrite record failed (never returned) yet the "
+            "tool ran") in found  # fmt: skip
+    assert any(rule == "DR-RECORD-FIRST" for rule, _ in found)
+
+
+def test_the_same_finding_is_reported_once() -> None:
+    request = _request(REWRITE, {"record": {"error": "no"}})
+    run = {"type": "tool_run", "call": "c1", "tool": "shell", "args": "{}", "context": []}
+    trace = [
+        _record_enter(),
+        {"type": "record_exit", "n": 0, "outcome": "error", "reason": "no"},
+        run,
+        dict(run),
+    ]
+    found = oracle.check(request, {}, trace)
+    assert len(found) == len(set(found))
+    assert (
+        "DR-REWRITE-FAIL",
+        "c1: its input_rewrite record failed (error) yet the tool ran",
+    ) in found
+
+
+def test_commit_contents_and_counts_in_then() -> None:
+    step = _messages(("assistant", None, ""), ("tool", "c1", "ok"))
+    trace = [{"type": "commit_enter", "n": 0, "messages": step}]
+    good = [[{"role": "assistant"}, {"role": "tool", "call": "c1", "content": "ok"}]]
+    assert expect.check({}, {"commits": good}, trace) == []
+    assert expect.check({}, {"commits": 1}, trace) == []
+    wrong = copy.deepcopy(good)
+    wrong[0][1]["content_contains"] = "fine"
+    assert expect.check({}, {"commits": wrong}, trace) == [
+        ("", "commit 0, message 1: content 'ok' lacks 'fine'")
+    ]
+    short = [[{"role": "assistant"}]]
+    assert (
+        "expected 1 message(s), observed ['assistant', 'tool:c1']"
+        in expect.check({}, {"commits": short}, trace)[0][1]
+    )
+    assert expect.check({}, {"commits": [[], []]}, trace) == [
+        ("", "commit_accepted_step calls: expected 2, observed 1")
+    ]
+
+
+def test_never_visible_looks_at_every_message_the_model_can_see() -> None:
+    secret = _messages(("tool", "c1", "token=SECRET-1"))
+    for kind in ("provider_call", "commit_enter", "turn_end"):
+        found = expect.check(
+            {}, {"never_visible": ["SECRET-1"]}, [{"type": kind, "messages": secret}]
+        )
+        assert len(found) == 1, kind
+        assert "SECRET-1" in found[0][1], kind
+    hidden = [{"type": "tool_exit", "call": "c1", "result": "token=SECRET-1"}]
+    assert expect.check({}, {"never_visible": ["SECRET-1"]}, hidden) == []
+
+
+def test_order_names_the_events_in_the_trace() -> None:
+    trace = [
+        {"type": "provider_call", "step": 0, "messages": []},
+        _record_enter(),
+        {"type": "record_exit", "n": 0, "outcome": "ok"},
+        {"type": "tool_run", "call": "c1"},
+        {"type": "commit_enter", "n": 0, "messages": []},
+        {"type": "commit_exit", "n": 0, "outcome": "ok"},
+        {"type": "turn_end", "outcome": "completed", "messages": []},
+    ]
+    at = model.event_positions(trace)
+    assert at["recorded:c1:input_rewrite"] == 2
+    assert at["committed:0"] == 5
+    ok = [["provider:0", "record:c1:input_rewrite", "recorded:c1:input_rewrite", "tool:c1",
+           "commit:0", "committed:0", "turn_end"]]  # fmt: skip
+    assert expect.check({}, {"order": ok}, trace) == []
+    assert expect.check({}, {"order": [["tool:c1", "recorded:c1:input_rewrite"]]}, trace) == [
+        ("", "order: recorded:c1:input_rewrite happened before tool:c1")
+    ]
+    assert (
+        "never happened: ['approval:c1']"
+        in expect.check({}, {"order": [["tool:c1", "approval:c1"]]}, trace)[0][1]
+    )
+
+
+def _lint(given: dict[str, Any], when: list[dict[str, Any]], then: dict[str, Any]) -> list[str]:
+    data = {"given": given, "when": when, "then": then, "requires": ["record-time-limit"]}
+    return [message for _, message in model.lint(data)]
+
+
+def test_the_linter_refuses_gates_that_race_a_short_limit() -> None:
+    given: dict[str, Any] = {
+        "provider": [{"calls": [{"id": "c1", "tool": "t", "args": "{}"}]}],
+        "policy": {"c1": {"pre": {"rewrite": '{"x":1}'}}},  # one record to wait for
+        "recorder": {"record": {"gate": "g"}},
+        "record_time_limit": 0.2,
+    }
+    when: list[dict[str, Any]] = [
+        {"start_turn": "t1"},
+        {"wait_record": {}},
+        {"release": "g"},
+        {"join": "t1"},
+    ]
+    assert any("races the 0.2 s record_time_limit" in m for m in _lint(given, when, {}))
+    late = copy.deepcopy(given)
+    late["recorder"]["record"]["late"] = True  # deaf to the limit: a release could race it
+    assert _lint(late, when, {}) == ["a `late` record needs a `release_late` or `cancel` step"]
+    late_released = [*when[:2], {"release_late": "g"}, when[3]]
+    assert _lint(late, late_released, {}) == []
+    cancelled = [*when[:2], {"cancel": "t1"}, *when[2:]]
+    assert _lint(given, cancelled, {}) == []  # released only after the turn was cancelled
+    generous = {**given, "record_time_limit": 5.0}
+    assert _lint(generous, when, {}) == []
+
+
+def test_the_linter_checks_names_in_order_and_commits() -> None:
+    given: dict[str, Any] = {
+        "provider": [{"calls": [{"id": "c1", "tool": "t", "args": "{}"}]}],
+        "recorder": {},
+        "tools": {"t": {"gate": "slow"}},
+    }
+    when: list[dict[str, Any]] = [
+        {"start_turn": "t1"},
+        {"wait_tool": {}},
+        {"release_late": "slow"},
+        {"join": "t1"},
+    ]
+    then: dict[str, Any] = {
+        "order": [["tool:c9", "release:nope"]],
+        "commits": [[{"role": "tool", "call": "c7"}]],
+    }
+    found = _lint(given, when, then)
+    assert "'c9' is not a proposed call id" in found
+    assert "'nope' is not a gate" in found
+    assert "'c7' is not a proposed call id" in found
+    assert "`release_late` waits for `record_time_limit`: give one" in found

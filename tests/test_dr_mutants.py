@@ -142,6 +142,6 @@ def test_outsider_batch_3_is_registered_whole() -> None:
         assert (mutant.rule, mutant.statement) == (variant.rule, variant.statement)
         assert mutant.origin == "outsider batch 3"
     assert len(batch3.VARIANTS) == 6
-    assert load_adapter("mutant:out-dr-approval-remembered-per-tool").info().details[
-        "origin"
-    ] == ("outsider batch 3")
+    assert load_adapter("mutant:out-dr-approval-remembered-per-tool").info().details["origin"] == (
+        "outsider batch 3"
+    )

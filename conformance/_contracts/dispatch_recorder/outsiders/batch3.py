@@ -274,7 +274,6 @@ PENDING: dict[str, str] = {
     "limit_per_call_from_first_record": "no scenario yet",
     "redaction_record_ignores_cancel": "no scenario yet",
     "sig_hex_case_insensitive": "no scenario yet",
-    "policy_denials_redacted": "no scenario yet",
 }
 
 

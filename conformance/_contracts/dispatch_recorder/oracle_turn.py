@@ -81,7 +81,7 @@ def _snapshot(ev: Evidence, step: int) -> list[dict[str, Any]] | None:
 
 
 def _check_contents(ev: Evidence) -> None:
-    """DR-COMMIT-STEP: each commit holds its step's messages; DR-COMMIT-FINAL."""
+    """DR-COMMIT-STEP: each commit holds its step's messages; DR-CONTEXT-PLACE; DR-COMMIT-FINAL."""
     provider = ev.all("provider_call")
     committed: dict[int, int] = {}
     for i in ev.all("commit_enter"):
@@ -95,7 +95,7 @@ def _check_contents(ev: Evidence) -> None:
         misplaced = _misplaced_context(list(ev.events[i].get("messages") or []))
         if misplaced:
             ev.flag(
-                "DR-COMMIT-STEP",
+                "DR-CONTEXT-PLACE",
                 f"commit {ev.events[i].get('n')} (step {step}): {misplaced}; each call's "
                 "context goes just before its own result",
             )
@@ -121,7 +121,8 @@ def _misplaced_context(messages: list[dict[str, Any]]) -> str | None:
     The commit is compared with the transcript too, but an implementation that puts the
     contexts in the wrong place does so in both; so the place is checked on its own: a
     context message is followed by its call's ``tool`` message (or another context of the
-    same call), never by another call's result or by nothing.
+    same call), never by another call's result or by nothing (DR-CONTEXT-PLACE, seamspec's
+    decision: upstream's DR-COMMIT-STEP asks only that the commit match the transcript).
     """
     for j, message in enumerate(messages):
         if message.get("role") != "context":

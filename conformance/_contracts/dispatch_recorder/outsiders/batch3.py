@@ -4,7 +4,7 @@ Outsider batch 3 of the dispatch recorder, written before any of them was run ag
 suite (the original ``variants.py`` had sha256
 c76d288dbe2788f4aae6fa44f392b629b489e816e901702551e86a6680e090b0). Kept as written: only
 imports, formatting, typing and the registration (``variant`` records the harness instead
-of building an adapter) changed. Against the suite of 2026-12-02 (108 scenarios) one was
+of building an adapter) changed, and one label (see ``RELABELLED``). Against the suite of 2026-12-02 (108 scenarios) one was
 killed properly (``approval_remembered_per_tool``, under the strict profile of its
 seamspec rule) and five survived; the scenarios named in
 ``docs/contracts/dispatch-recorder.md`` ("Outsider mutants") were written for them.
@@ -56,12 +56,19 @@ class Variant:
 
 VARIANTS: dict[str, Variant] = {}
 
+#: Labels changed when the batch was taken in, with why. The bug is the same.
+RELABELLED = {
+    # where a context sits is seamspec's decision, split out of upstream's DR-COMMIT-STEP
+    # (which asks only that the commit match the transcript, and the variant reorders both)
+    "context_hoisted_before_results": "DR-CONTEXT-PLACE",
+}
+
 
 def variant(
     name: str, rule: str, statement: str
 ) -> Callable[[type[Implementation]], type[Implementation]]:
     def register(impl_class: type[Implementation]) -> type[Implementation]:
-        VARIANTS[name] = Variant(name, rule, statement, impl_class())
+        VARIANTS[name] = Variant(name, RELABELLED.get(name, rule), statement, impl_class())
         return impl_class
 
     return register
@@ -286,4 +293,4 @@ def adapter(name: str, backend: str = "asyncio") -> PythonAdapter:
 #: The variants registered as mutants (``out-dr-NAME``): all but the pending ones.
 MUTANTS = {name: v for name, v in VARIANTS.items() if name not in PENDING}
 
-__all__ = ["MUTANTS", "PENDING", "VARIANTS", "Variant", "adapter", "implementation"]
+__all__ = ["MUTANTS", "PENDING", "RELABELLED", "VARIANTS", "Variant", "adapter", "implementation"]

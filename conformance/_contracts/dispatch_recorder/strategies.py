@@ -225,7 +225,11 @@ def _tampering(draw: st.DrawFn, entries: int) -> dict[str, Any]:
         field = draw(st.sampled_from(("mutation.tool_name", "mutation.tool_call_id", "seq")))
         return {kind: {"entry": entry, "field": field, "value": "edited"}}
     if kind == "reencode":
-        style = draw(st.sampled_from(("spaces", "reordered_keys", "escaped")))
+        style = draw(
+            st.sampled_from(
+                ("spaces", "reordered_keys", "escaped", "uppercase_sig", "uppercase_prev")
+            )
+        )
         return {kind: {"entry": entry, "style": style}}
     if kind == "forge":
         signature = draw(st.sampled_from(("valid", "no_domain", "other_domain", "other_key")))

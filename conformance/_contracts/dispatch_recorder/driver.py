@@ -126,6 +126,11 @@ class DispatchRecorderDriver:
         return verdict_fields(found, "verify_journal")
 
 
+class _Refused(Exception):
+    """The implementation would not open the journal it was given (a damaged file, say):
+    no step is performed, and the trace says why."""
+
+
 class _Unmet(Exception):
     """A ``wait_*`` step's event never happened, and the turn is over."""
 
@@ -155,7 +160,10 @@ class _Run:
             signer: Signer = KeySigner.from_file(given["private_key"])
             path = Path(given["path"])
             journal = TracedJournal(None, self.tracer, path)
-            journal.inner = self.impl.open_journal(path, signer, fsync=journal.fsync)
+            try:
+                journal.inner = self.impl.open_journal(path, signer, fsync=journal.fsync)
+            except Exception as error:  # the oracle judges whether refusing was right
+                raise _Refused(f"{type(error).__name__}: {error}") from None
             self.signer = signer
             self.journal = journal
             return journal
@@ -164,7 +172,11 @@ class _Run:
         return ScriptedRecorder(script, self.tracer, self.gates)
 
     async def perform(self) -> Trace:
-        recorder = self._recorder()
+        try:
+            recorder = self._recorder()
+        except _Refused as refused:
+            self.tracer.emit("journal_refused", error=str(refused))
+            return self.tracer.events
         try:
             async with anyio.create_task_group() as group:
                 for index, step in enumerate(self.when):

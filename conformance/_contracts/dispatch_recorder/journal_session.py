@@ -114,9 +114,16 @@ class JournalSession:
         self.existing = b""
         self.existing_entries = 0
         self.existing_torn = False
+        #: The entry the kit damaged, if any; then the file must stay as the kit left it.
+        self.existing_damaged: int | None = None
+        self.left = b""
         existing = (request.get("given", {}).get("recorder") or {}).get("existing_journal")
         if isinstance(existing, Mapping):
-            self._write_existing(int(existing["entries"]), bool(existing.get("torn_tail")))
+            damaged = existing.get("damaged_entry")
+            self._write_existing(
+                int(existing["entries"]), bool(existing.get("torn_tail")),
+                None if damaged is None else int(damaged),
+            )  # fmt: skip
 
     @property
     def resources(self) -> dict[str, Any]:
@@ -167,9 +174,10 @@ class JournalSession:
                 events.append({"type": "journal_verify", **found, "kit": kit.to_json()})
         return events
 
-    def _write_existing(self, entries: int, torn: bool) -> None:
+    def _write_existing(self, entries: int, torn: bool, damaged: int | None) -> None:
         """The journal an earlier session left: ``entries`` complete entries signed with
-        the scenario's key and, if ``torn``, the first half of one more (no newline)."""
+        the scenario's key; if ``torn``, the first half of one more (no newline); if
+        ``damaged``, that entry's mutation changed after it was signed."""
         mutations = [
             {"kind": "context_injection", "tool_call_id": f"earlier-{n}",
              "tool_name": "earlier_session", "context": f"recorded before this session ({n})"}
@@ -182,6 +190,12 @@ class JournalSession:
         if torn:
             whole = journal_bytes(self.key, mutations)[len(self.existing) :]
             data += whole[: len(whole) // 2]
+        if damaged is not None:
+            edit = {"entry": damaged, "field": "mutation.context", "value": "changed later"}
+            data = tamper_bytes(data, {"edit": edit}, self.key)
+            self.existing = b""  # nothing of it is a journal to continue
+            self.existing_damaged = damaged
+        self.left = data
         self._write(data)
 
     def _read(self) -> bytes | None:
@@ -242,5 +256,7 @@ class JournalSession:
             "existing_entries": self.existing_entries,
             "existing_torn": self.existing_torn,
             "existing_kept": data.startswith(self.existing),
+            "existing_damaged": self.existing_damaged,
+            "left_unchanged": data == self.left,
             "reopens": self.reopens,
         }

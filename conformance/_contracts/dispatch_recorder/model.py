@@ -186,6 +186,13 @@ def lint(data: dict[str, Any]) -> list[tuple[tuple[str | int, ...], str]]:
     journal = bool(recorder and recorder.get("journal"))
     if journal != ("signed-journal" in data.get("requires", [])):
         problems.append((("requires",), "a journal recorder needs `requires: [signed-journal]`"))
+    existing = (recorder or {}).get("existing_journal") or {}
+    if existing.get("damaged_entry", -1) >= existing.get("entries", 0):
+        problems.append((
+            ("given", "recorder", "existing_journal", "damaged_entry"),
+            f"entry {existing.get('damaged_entry')} does not exist: the existing journal has "
+            f"{existing.get('entries')} (entries count from 0)",
+        ))  # fmt: skip
     if recorder and "existing_journal" in recorder and not journal:
         problems.append((
             ("given", "recorder", "existing_journal"),

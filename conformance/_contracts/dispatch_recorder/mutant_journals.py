@@ -8,7 +8,8 @@ writes; signatures without the domain prefix; verifiers that skip signatures, ac
 non-canonical bytes or unprefixed signatures, remember what was written instead of
 reading it, or call any newline-less tail torn; journals that, opened on an existing
 file, start a new chain, append after a torn tail, or write at the old end of the file
-once the torn tail is cut. :mod:`.mutants` registers them.
+once the torn tail is cut, or cut a damaged journal back to its last good entry and
+carry on. :mod:`.mutants` registers them.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ from seamspec.reference._dispatch_recorder.journal_format import (
 from seamspec.reference._dispatch_recorder.journal_writer import JournalWriter
 
 __all__ = [
+    "CutsDamageJournal",
     "FreshChainJournal",
     "FsyncBeforeWriteJournal",
     "FsyncElsewhereJournal",
@@ -191,6 +193,26 @@ class KeepsTornTailJournal(JournalRecorder):
             os.write(recorder._fd, tail)
             recorder._writer.written += len(tail)
         return recorder
+
+
+class CutsDamageJournal(JournalRecorder):
+    """Opened on a journal that does not verify, cuts it back to its last good entry (as
+    if the damage were a torn tail) and carries on."""
+
+    @classmethod
+    def open(
+        cls,
+        path: str | os.PathLike[str],
+        signer: Signer,
+        *,
+        fsync: Fsync = os.fsync,
+        workers: int | None = None,
+    ) -> JournalRecorder:
+        if Path(path).exists():
+            found = scan_journal(Path(path).read_bytes(), signer.public_key)
+            if not found.ok:  # the bug: damage is not a torn tail, and must not be cut
+                os.truncate(path, found.valid_bytes)
+        return super().open(path, signer, fsync=fsync, workers=workers)
 
 
 class NoAppendModeJournal(JournalRecorder):

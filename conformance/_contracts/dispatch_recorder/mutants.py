@@ -391,6 +391,9 @@ _JOURNAL_MUTANTS = (
              "cuts a torn tail off, then writes where its descriptor stands (not in append "
              "mode): at the old end of the file, leaving a hole of zero bytes",
              journal=mj.NoAppendModeJournal),
+    DrMutant("dr-journal-reopen-cuts-away-damage", "DR-JOURNAL-REOPEN",
+             "opened on a journal that does not verify, cuts it back to its last good "
+             "entry and appends, hiding the damage", journal=mj.CutsDamageJournal),
     DrMutant("dr-journal-verify-skips-signatures", "DR-JOURNAL-VERIFY",
              "verification checks framing, sequence and chain but no signature",
              verifier=mj.verify_without_signatures),

@@ -27,7 +27,16 @@ def check_journal(
         return [(FORMAT, "the kit has no reading of the journal (no journal_check event)")]
     if not check.get("exists"):
         return [(FORMAT, "the implementation wrote no journal at the path the kit gave it")]
+    refused = next((e for e in events if e["type"] == "journal_refused"), None)
+    damaged = check.get("existing_damaged")
+    if damaged is not None:
+        return _damaged(check, refused, int(damaged))
     out: list[tuple[str, str]] = []
+    if refused is not None:
+        out.append((
+            REOPEN,
+            f"the recorder refused to open a journal that verifies: {refused.get('error')}",
+        ))  # fmt: skip
     if not check.get("ok"):
         out.append((
             FORMAT,
@@ -41,6 +50,27 @@ def check_journal(
     out.extend((FORMAT, p) for p in problems)
     out.extend(_durability(records, events, entry_of, check))
     out.extend(_verdicts(events))
+    return out
+
+
+def _damaged(
+    check: dict[str, Any], refused: dict[str, Any] | None, entry: int
+) -> list[tuple[str, str]]:
+    """A journal that does not verify is refused and left exactly as it is (nothing
+    appended after the damage, nothing cut away or moved)."""
+    out: list[tuple[str, str]] = []
+    damage = f"the existing journal does not verify (entry {entry} was changed after it was signed)"
+    if refused is None:
+        out.append((
+            REOPEN,
+            f"{damage}, yet the recorder opened it instead of refusing it",
+        ))  # fmt: skip
+    if not check.get("left_unchanged"):
+        out.append((
+            REOPEN,
+            f"{damage}, and the recorder changed the file: appending to a damaged journal, "
+            "or cutting the damage away, hides it",
+        ))  # fmt: skip
     return out
 
 

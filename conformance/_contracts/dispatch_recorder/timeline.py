@@ -19,6 +19,7 @@ _LANE = {
     "commit_exit": "recorder",
     "journal_fsync": "recorder",
     "journal_reopen": "recorder",
+    "journal_refused": "recorder",
     "journal_verify": "recorder",
     "journal_check": "recorder",
     "journal_tampered": "recorder",
@@ -62,6 +63,8 @@ def render(event: dict[str, Any]) -> str | None:
         return _journal(kind, event)
     if kind == "journal_reopen":
         return "journal closed and opened again"
+    if kind == "journal_refused":
+        return f"recorder refuses to open the journal: {short(event.get('error'), 60)}"
     if kind == "wait_unmet":
         return f"** step {event.get('step')}: {event.get('waited_for')} never came; the turn was over **"
     if kind == "cancel_requested":

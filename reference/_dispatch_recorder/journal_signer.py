@@ -2,9 +2,9 @@
 
 Two reasons to sign elsewhere. The private key stays out of the harness process (upstream
 puts the signer in a control plane). And signing stops competing with the event loop for
-the GIL: in-process, a worker thread that finishes an Ed25519 signature must win the GIL
-back from a busy loop before it can go on, which on a loaded loop serialises signing with
-everything else. The journal sends a whole batch of entries per request (``sign_many``),
+the GIL: in-process, an Ed25519 signature holds the GIL while it is computed
+(``cryptography`` signs without releasing it), so every signature serialises with
+everything else the loop does. The journal sends a whole batch of entries per request (``sign_many``),
 so a round trip is paid per batch, not per entry.
 
 Failure is loud and closed: a service that cannot load its key fails ``start`` with its

@@ -29,7 +29,10 @@ from typing import Any
 from hypothesis import strategies as st
 
 from seamspec.conformance._contracts.dispatch_recorder.model import PRE_KINDS, failed
-from seamspec.conformance._contracts.dispatch_recorder.strategies_journal import journal_checks
+from seamspec.conformance._contracts.dispatch_recorder.strategies_journal import (
+    journal_checks,
+    journal_plans,
+)
 
 __all__ = ["dr_scenarios", "scenarios"]
 
@@ -310,6 +313,7 @@ def dr_scenarios(draw: st.DrawFn) -> dict[str, Any]:
         recorder_kind = draw(
             st.sampled_from(("scripted", "scripted", "scripted", "default", "none"))
         )
+    plan = draw(journal_plans) if recorder_kind == "journal" else None
     provider: list[dict[str, Any]] = []
     policy: dict[str, dict[str, Any]] = {}
     count = 0
@@ -360,7 +364,8 @@ def dr_scenarios(draw: st.DrawFn) -> dict[str, Any]:
     when = _timing(given, sim, shape, how)
     journal: list[dict[str, Any]] = []
     if recorder_kind == "journal":
-        checks, journal = draw(journal_checks(len(sim.records)))
+        assert plan is not None
+        checks, journal = journal_checks(plan, len(sim.records))
         when += checks
         sim.rules.add("DR-JOURNAL-VERIFY")
     all_ids = [c["id"] for s in provider for c in s.get("calls", [])]

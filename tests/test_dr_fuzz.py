@@ -49,7 +49,18 @@ def test_mutant_is_caught_and_the_saved_failure_replays(
         mutant.close()
 
 
-@pytest.mark.parametrize("name", ["dr-journal-ok-before-fsync", "dr-journal-verify-ignores-chain"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "dr-journal-ok-before-fsync",
+        "dr-journal-verify-ignores-chain",
+        # Each found only by its own forgery: a `seq` of the right value and the wrong
+        # type, an escaped or re-spaced entry, a last entry whose newline was flipped.
+        "dr-journal-verify-loose-types",
+        "dr-journal-verify-recanonicalises",
+        "dr-journal-verify-tail-always-torn",
+    ],
+)
 def test_journal_mutant_is_caught_by_a_journal_scenario(
     name: str, reference: Adapter, tmp_path: Path
 ) -> None:

@@ -6,19 +6,22 @@ record and commit as drawn. While drawing, the strategy follows the rules to der
 any conforming implementation must show (which tools ran with which arguments and
 context, what the model saw, which records were made, where the turn stopped), so that a
 saved failure is an ordinary scenario that fails the same way under ``seamspec run``.
+Texts are the boundaries a careless implementation trips on: arguments and redactions
+that are valid JSON but not canonical (spaces, keys out of order, non-ASCII), an empty
+redaction, a context with surrounding or only whitespace; one turn in five has no
+approver wired.
 
-Only deterministic timing is generated: a record that hangs (``hang``) or answers late
-(``gate`` + ``late``, released by ``release_late``, on the turn's first record only) past
-a small ``record_time_limit``, and a cancellation while the turn's first record waits on a
-gate that never opens. Commits return OK, an error, or raise; none hangs (a loop with no
-commit time limit would cost the kit's 10 s turn limit per example).
+Only deterministic timing is generated, one shape per turn (:data:`SHAPES`): records that
+hang or answer late (``late``, released by ``release_late``) past a short limit; a
+cancellation while the first record or commit waits, on a gate that never opens or a
+deaf one released after the cancellation (under a long limit, or by ``release_late``
+past a short one); a deaf commit answering past ``commit_time_limit``; a gated tool held
+past the record limit, so that a redaction recorded after it must still get its own
+limit. Nothing healthy races a limit (docs/scenarios.md, "Time limits").
 
-About one turn in five records through the implementation's signed journal instead
-(``requires: [signed-journal]``): every record is real and returns OK, the commit is the
-protocol default, and after the turn the kit verifies the journal, untouched and/or after
-one tampering (a flipped byte, a deleted, swapped or duplicated entry, a cut tail). The
-derived ``then`` states what each verification must report: OK with every entry, or the
-first bad index (and a torn tail for a cut).
+About one turn in four records through the implementation's signed journal instead
+(``requires: [signed-journal]``), and the kit then verifies it, untouched and/or after
+one tampering (:mod:`.strategies_journal`).
 """
 
 from __future__ import annotations

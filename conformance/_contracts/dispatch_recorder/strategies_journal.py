@@ -77,7 +77,7 @@ def _tampering(draw: JournalPlan, entries: int) -> dict[str, Any]:
     last = entries - 1
     # The forgeries twice: each has variants that only one loosened verifier misses.
     framing = [k for k in TAMPER if k != "swap" or entries > 1]
-    kind = draw.sampled_from([*framing, *FORGERIES, *FORGERIES])
+    kind = draw.sampled_from([*framing, "flip_byte", *FORGERIES, *FORGERIES])
     entry = draw.integers(0, last)
     if kind == "edit":
         field = draw.sampled_from(("seq", "seq", "mutation.tool_name", "mutation.tool_call_id"))
@@ -99,13 +99,16 @@ def _tampering(draw: JournalPlan, entries: int) -> dict[str, Any]:
         return {kind: {}}
     if kind == "flip_byte":  # the default mask 0x01 never turns a byte into an equivalent one
         # -1 is the entry's newline: on the last entry, a whole entry with no newline.
+        if draw.booleans():  # the last entry's newline: a whole entry, not a torn tail
+            return {kind: {"entry": last, "offset": -1}}
         offset = -1 if draw.booleans() else draw.integers(0, 300)
-        return {kind: {"entry": draw.sampled_from((last, *range(last))), "offset": offset}}
+        return {kind: {"entry": entry, "offset": offset}}
     if kind == "swap":
         first = draw.integers(0, last - 1)
         return {kind: [first, draw.integers(first + 1, last)]}
     if kind == "truncate_bytes":
-        return {kind: draw.integers(1, MAX_CUT)}
+        # One byte cuts only the newline: a whole entry again, not a torn tail.
+        return {kind: 1 if draw.booleans() else draw.integers(2, MAX_CUT)}
     return {kind: entry}
 
 

@@ -65,7 +65,8 @@ SPELLING = ("compact", "spaced", "unsorted", "unicode")
 #: deaf one released after the cancellation, before or past its limit), a deaf commit
 #: answering past its limit, or a tool held past the record limit.
 SHAPES = (
-    "plain", "plain", "plain", "cancel_record", "cancel_commit", "commit_late", "slow_tool",
+    "plain", "plain", "plain", "cancel_record", "cancel_record", "cancel_record",
+    "cancel_commit", "commit_late", "slow_tool",
 )  # fmt: skip
 CANCEL_HOW = ("never", "deaf", "deaf_late")
 

@@ -223,5 +223,6 @@ def _show(args: argparse.Namespace) -> int:
             print(json.dumps(raw) if args.json else _describe(entry))
         pos, index = end + 1, index + 1
     if not args.json:
+        sys.stdout.flush()  # the entries first, then the note, even when both are piped
         print(f"({index} entries, not verified: use `seamspec journal verify`)", file=sys.stderr)
     return EXIT_OK

@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 
 from seamspec.reference import generate_keypair, load_public_key, scan_journal
+from seamspec.reference._dispatch_recorder.journal_format import may_be_entry
 
 TRIALS = 200
 #: Trials that reopen (and recover) the same journal before a fresh one is started.
@@ -77,7 +78,18 @@ def test_acknowledged_records_survive_sigkill(tmp_path: Path) -> None:
             data = journal.read_bytes() if journal.exists() else b""
             found = scan_journal(data, public)
             ids = [e.mutation["tool_call_id"] for e in found.entries]
-            assert found.ok or found.torn_tail, f"trial {trial}: {found.reason}"
+            # A kill can also stop a batch's write just before a newline: the last line is
+            # then whole but unterminated, which the format calls damage, not a torn tail
+            # (it might be an acknowledged line whose newline was lost). It was never
+            # acknowledged: the check below finds every acknowledged record among the
+            # valid entries before it.
+            lost_newline = (
+                not found.ok
+                and not found.torn_tail
+                and found.bad_index == len(found.entries)
+                and may_be_entry(data[found.valid_bytes :])
+            )
+            assert found.ok or found.torn_tail or lost_newline, f"trial {trial}: {found.reason}"
             missing = set(acked) - set(ids)
             assert not missing, f"trial {trial}: acknowledged but lost: {sorted(missing)[:5]}"
             if found.torn_tail:

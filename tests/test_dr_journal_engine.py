@@ -1,6 +1,8 @@
 """The journal engine's concurrency promises, made deterministic with gates, not sleeps.
 
 - Entries sign in parallel and out of order, yet land in sequence order.
+- A single writer (the default) takes everything queued behind a batch at once, and a
+  signature failing in a batch fails it and what follows, never an entry before it.
 - A signature that fails fails its entry and every entry chained behind it, never one
   before it; the chain then resumes from the last good entry.
 - A caller cancelled while waiting gets no outcome, and the entry still lands and
@@ -153,6 +155,65 @@ def test_entries_signed_out_of_order_land_in_order(tmp_path: Path, signer: KeySi
     found = scan_journal(path.read_bytes(), signer.public_key)
     assert found.ok
     assert [e.seq for e in found.entries] == [0, 1, 2]
+
+
+def _single_writer(path: Path, signer: GatedSigner, public: Ed25519PublicKey) -> JournalWriter:
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600)
+    return JournalWriter(
+        fd, signer, seq=0, prev=genesis_hash(public), size=0, fsync=os.fsync, workers=1
+    )
+
+
+def test_a_single_writer_syncs_what_queued_behind_a_batch_at_once(
+    tmp_path: Path, signer: KeySigner
+) -> None:
+    """Entries submitted while the writer is busy go out together: one write, one fsync."""
+    path = tmp_path / "j"
+    gated = GatedSigner(signer, hold=frozenset({0}))
+    writer = _single_writer(path, gated, signer.public_key)
+    done = [threading.Event() for _ in range(6)]
+    entries = [writer.submit(_mutation("c0"), _run_now, done[0].set)]
+    assert gated.started[0].wait(LIMIT)
+    entries += [writer.submit(_mutation(f"c{i}"), _run_now, done[i].set) for i in range(1, 6)]
+    gated.gates[0].set()
+    assert all(event.wait(LIMIT) for event in done)
+    assert all(entry.durable for entry in entries)
+    assert writer.fsyncs == 2, "entry 0 alone, then the five queued behind it in one batch"
+    writer.close()
+    os.close(writer.fd)
+    found = scan_journal(path.read_bytes(), signer.public_key)
+    assert found.ok, found.reason
+    assert [e.seq for e in found.entries] == [0, 1, 2, 3, 4, 5]
+
+
+def test_a_single_writer_fails_a_batch_from_the_failed_signature_on(
+    tmp_path: Path, signer: KeySigner
+) -> None:
+    """In one batch, entries signed before a failing one land; it and its followers fail."""
+    path = tmp_path / "j"
+    gated = GatedSigner(signer, hold=frozenset({0}), fail=frozenset({2}))
+    writer = _single_writer(path, gated, signer.public_key)
+    done = [threading.Event() for _ in range(5)]
+    entries = [writer.submit(_mutation("c0"), _run_now, done[0].set)]
+    assert gated.started[0].wait(LIMIT)
+    entries += [writer.submit(_mutation(f"c{i}"), _run_now, done[i].set) for i in (1, 2, 3)]
+    gated.gates[0].set()
+    assert all(event.wait(LIMIT) for event in done[:4])
+    assert [entry.durable for entry in entries] == [True, True, False, False]
+    assert entries[2].error is not None
+    assert "refusing entry 2" in entries[2].error
+    assert entries[3].error is not None
+    assert "entry 2, which it was chained to" in entries[3].error
+    assert writer.next_seq == 2, "the chain must roll back to the failed entry's place"
+    after = writer.submit(_mutation("c4"), _run_now, done[4].set)
+    assert done[4].wait(LIMIT)
+    assert after.durable
+    assert after.seq == 2
+    writer.close()
+    os.close(writer.fd)
+    found = scan_journal(path.read_bytes(), signer.public_key)
+    assert found.ok, found.reason
+    assert [e.mutation["tool_call_id"] for e in found.entries] == ["c0", "c1", "c4"]
 
 
 @pytest.mark.parametrize("backend", ["asyncio", "trio"])

@@ -14,12 +14,13 @@ caught only by crashing or hanging tells us nothing about the rule's scenarios.
 The controls must pass everything, or a "caught" mutant might be caught for the wrong
 reason: the reference, the unmutated stepped chain every kit chain mutant derives from,
 and each outsider batch's own base implementation, which its variants differ from in one
-place.
+place (each outsider batch has its own base, written by its own outsider).
 """
 
 from __future__ import annotations
 
 from functools import cache
+from typing import Any
 
 import pytest
 
@@ -42,14 +43,15 @@ from seamspec.conformance._contracts.write_observer_chain.mutants import (
     mutant_adapter,
 )
 from seamspec.conformance._contracts.write_observer_chain.outsiders import base as outsider_base
-from seamspec.conformance._contracts.write_observer_chain.outsiders import batch1
+from seamspec.conformance._contracts.write_observer_chain.outsiders import base2 as outsider_base2
+from seamspec.conformance._contracts.write_observer_chain.outsiders import batch1, batch2
 from seamspec.conformance._core.runner import Finding
 from seamspec.conformance._implementations import reference_adapter
 
 from ._mutant_matrix import describe, run_matrix
 
 CONTRACT = "write-observer-chain"
-CONTROLS = ("reference", "stepped-chain", "outsider-base-1")
+CONTROLS = ("reference", "stepped-chain", "outsider-base-1", "outsider-base-2")
 
 #: Rules whose mutants may be caught at SHOULD level, with the reason.
 SHOULD_ONLY = {
@@ -100,6 +102,8 @@ def _adapter(adapter_name: str) -> Adapter:
         )
     if adapter_name == "outsider-base-1":
         return outsider_base.build()
+    if adapter_name == "outsider-base-2":
+        return outsider_base2.build()
     return mutant_adapter(adapter_name)
 
 
@@ -162,15 +166,18 @@ def test_should_only_rules_are_should_rules() -> None:
         assert catalogue()[rule_id].level == "SHOULD", rule_id
 
 
-def test_outsider_batch_is_registered_whole() -> None:
+@pytest.mark.parametrize(("batch", "origin", "size"), [(batch1, 1, 15), (batch2, 2, 7)])
+def test_outsider_batch_is_registered_whole(batch: Any, origin: int, size: int) -> None:
     """Every variant of the batch is a mutant, under its own name, rule and statement."""
-    for name, variant in batch1.MUTANTS.items():
+    for name, variant in batch.MUTANTS.items():
         assert name.startswith("out-woc-")
         mutant = MUTANTS[name]
         assert (mutant.rule, mutant.statement) == (variant.rule, variant.statement)
-        assert mutant.origin == "outsider batch 1"
-    assert len(batch1.MUTANTS) == 15
-    assert set(batch1.RELABELLED) <= set(batch1.MUTANTS)
+        assert mutant.origin == f"outsider batch {origin}"
+    assert len(batch.MUTANTS) == size
+    assert set(batch.RELABELLED) <= set(batch.MUTANTS)
+    for name, (label, _why) in batch.RELABELLED.items():
+        assert label != batch.MUTANTS[name].rule, name
 
 
 def test_mutants_load_as_adapters() -> None:

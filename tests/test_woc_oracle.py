@@ -73,3 +73,62 @@ def test_upstream_join_reading_versus_the_exact_one() -> None:
     assert joins.classify(["a", "b"], "a\nb") == ["WOC-JOIN"]
     assert joins.classify(["a", "b"], "a\n\nboom\n\nb", failed=True) == ["WOC-FAIL-CONTAINED"]
     assert joins.classify(["a", "b"], "a\n\nboom\n\nb") == ["WOC-JOIN"]
+
+
+def _edit_trace(after: str, *, ok: bool = True, hook_path: str = "s.py") -> list[dict[str, Any]]:
+    """An edit of ``s.py`` (old text twice) through one silent observer."""
+    before = "A\nA\n"
+    enter = {"type": "hook_enter", "call": "e1", "observer": "o", "path": hook_path}
+    hooks: list[dict[str, Any]] = [] if not ok else [
+        {**enter, "hook": "before_write", "sees": before},
+        {"type": "hook_exit", "call": "e1", "observer": "o", "hook": "before_write",
+         "outcome": "returned", "value": None},
+        {**enter, "hook": "after_write", "sees": after},
+        {"type": "hook_exit", "call": "e1", "observer": "o", "hook": "after_write",
+         "outcome": "returned", "value": None},
+    ]  # fmt: skip
+    message = "edited s.py" if ok else "edit failed: ambiguous"
+    return [
+        {"type": "tool_start", "call": "e1", "tool": "edit", "path": "s.py",
+         "content_before": before},
+        *hooks,
+        {"type": "tool_result", "call": "e1", "tool": "edit", "path": "s.py", "ok": ok,
+         "message": message, "text": message, "content_after": after, "elapsed": 0.01},
+        {"type": "files", "files": {"s.py": after}},
+    ]  # fmt: skip
+
+
+def test_an_ambiguous_edit_is_only_seamspecs_rule() -> None:
+    """Upstream is silent on an old text found twice: a success that replaced the first
+    occurrence or every one breaks WOC-SEAM-EDIT-UNIQUE (strict) and nothing upstream;
+    any other result of a reported success is a failed write; a refusal is clean."""
+    request = _request(
+        {"files": {"s.py": "A\nA\n"}, "observers": [{"name": "o"}]},
+        [{"edit": {"id": "e1", "path": "s.py", "old": "A", "new": "B"}}],
+    )
+    for after in ("B\nA\n", "B\nB\n"):
+        found = oracle.check(request, {}, _edit_trace(after))
+        assert [rule for rule, _ in found] == ["WOC-SEAM-EDIT-UNIQUE"], after
+    rules = {rule for rule, _ in oracle.check(request, {}, _edit_trace("A\nB\n"))}
+    assert rules == {"WOC-SEAM-EDIT-UNIQUE", "WOC-SEAM-POST", "WOC-SEAM-FAILED-WRITE"}
+    assert oracle.check(request, {}, _edit_trace("A\nA\n", ok=False)) == []
+
+
+def test_the_hooks_of_a_tool_get_the_resolved_path() -> None:
+    request = _request(
+        {"files": {"s.py": "A\nA\n"}, "symlinks": {"l.py": {"to": "s.py"}},
+         "observers": [{"name": "o"}]},
+        [{"edit": {"id": "e1", "path": "l.py", "old": "A\nA", "new": "B\nB"}}],
+    )  # fmt: skip
+    trace = _edit_trace("B\nB\n")
+    for event in trace:  # the tool is called with the link, and so are the hooks
+        if event.get("path") == "s.py":
+            event["path"] = "l.py"
+    found = oracle.check(request, {}, trace)
+    assert [rule for rule, _ in found] == ["WOC-SEAM-PRE"]
+    assert "'l.py'" in found[0][1]
+    assert "'s.py'" in found[0][1]
+    for event in trace:
+        if event["type"] == "hook_enter":
+            event["path"] = "s.py"
+    assert oracle.check(request, {}, trace) == []

@@ -101,8 +101,11 @@ class JournalRecorder:
         A torn tail is reported (:class:`TornTailWarning`, and :attr:`torn_tail`) and cut
         off; any other bad entry raises :class:`JournalCorrupt`, since appending to a
         journal that does not verify would hide the damage. ``workers`` is the number of
-        signing and syncing threads (default: one more than the CPUs, at most 4, so that
-        one can wait on an fsync while the others sign).
+        threads that sign, write and sync (default 1: one writer that signs a whole batch,
+        writes it and syncs it once, then wakes its records together). More workers sign
+        in parallel, which only pays for a signer that waits rather than computes (a
+        hardware token, a remote service): an in-process Ed25519 signature holds the GIL
+        (docs/benchmarks.md), so extra threads only add hand-offs.
         """
         path = Path(path)
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600)
@@ -140,7 +143,7 @@ class JournalRecorder:
             writer = cls.writer_type(
                 fd, signer, seq=len(found.entries),
                 prev=found.head or genesis_hash(signer.public_key), size=found.valid_bytes,
-                fsync=fsync, workers=workers or min(4, (os.cpu_count() or 1) + 1),
+                fsync=fsync, workers=workers or 1,
             )  # fmt: skip
         except BaseException:
             os.close(fd)

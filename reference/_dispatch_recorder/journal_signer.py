@@ -2,9 +2,9 @@
 
 Two reasons to sign elsewhere. The private key stays out of the harness process (upstream
 puts the signer in a control plane). And signing stops competing with the event loop for
-the GIL: in-process, a worker thread that finishes an Ed25519 signature must win the GIL
-back from a busy loop before it can go on, which on a loaded loop serialises signing with
-everything else. The journal sends a whole batch of entries per request (``sign_many``),
+the GIL: in-process, an Ed25519 signature holds the GIL while it is computed
+(``cryptography`` signs without releasing it), so every signature serialises with
+everything else the loop does. The journal sends a whole batch of entries per request (``sign_many``),
 so a round trip is paid per batch, not per entry.
 
 Failure is loud and closed: a service that cannot load its key fails ``start`` with its
@@ -48,6 +48,8 @@ class SignerProcess:
     ``processes`` children sign in parallel, one request each at a time; the journal's
     workers take whichever is free. One is the default: on a machine with few cores more
     processes only compete with the harness for them (see docs/benchmarks.md). Thread-safe.
+    ``timeout`` bounds each answer; ``start_timeout`` (at least ``timeout``) bounds a
+    child's start, which loads Python and the key and is the slow part on a busy machine.
     """
 
     def __init__(
@@ -56,13 +58,14 @@ class SignerProcess:
         *,
         processes: int = 1,
         timeout: float = 10.0,
+        start_timeout: float = 30.0,
     ) -> None:
         self.timeout = timeout
         self._idle: queue.SimpleQueue[_SigningChild] = queue.SimpleQueue()
         self._children: list[_SigningChild] = []
         try:
             for _ in range(processes):
-                child = _SigningChild(os.fspath(private_key), timeout)
+                child = _SigningChild(os.fspath(private_key), timeout, start_timeout)
                 self._children.append(child)
                 self._idle.put(child)
         except BaseException:
@@ -109,7 +112,7 @@ class SignerProcess:
 class _SigningChild:
     """One service process and its pipes; used by one thread at a time."""
 
-    def __init__(self, private_key: str, timeout: float) -> None:
+    def __init__(self, private_key: str, timeout: float, start_timeout: float) -> None:
         self.timeout = timeout
         self.closed = False
         self._process = subprocess.Popen(
@@ -119,7 +122,9 @@ class _SigningChild:
             stderr=subprocess.PIPE,
         )
         try:
-            frame = self._read(33)
+            # Its own limit: starting Python and loading the key takes longer than
+            # signing, the more so on a loaded machine (0.5 s was not enough in CI).
+            frame = self._read(33, max(start_timeout, timeout))
             if frame[:1] != b"R":
                 raise SignerUnavailable(
                     f"the signing service did not start: {self._failure(frame)}"
@@ -167,7 +172,7 @@ class _SigningChild:
             process.kill()
             process.wait()
 
-    def _read(self, size: int) -> bytes:
+    def _read(self, size: int, limit: float | None = None) -> bytes:
         """Up to ``size`` bytes: all of them, or less if an error frame or EOF comes first.
 
         Reads within ``timeout`` (the GIL is released while waiting); a service that does
@@ -175,17 +180,18 @@ class _SigningChild:
         """
         stdout = self._process.stdout
         assert stdout is not None
+        limit = self.timeout if limit is None else limit
         fd, data = stdout.fileno(), b""
         while len(data) < size:
             if data[:1] == b"E" and len(data) >= 5:
                 size = min(size, 5 + _LEN.unpack(data[1:5])[0])
                 if len(data) >= size:
                     break
-            ready, _, _ = select.select([fd], [], [], self.timeout)
+            ready, _, _ = select.select([fd], [], [], limit)
             if not ready:
                 self._process.kill()
                 raise SignerUnavailable(
-                    f"the signing service did not answer within {self.timeout} s; it was killed"
+                    f"the signing service did not answer within {limit:g} s; it was killed"
                 )
             chunk = os.read(fd, size - len(data))
             if not chunk:

@@ -1,19 +1,25 @@
-"""The journal's engine: worker threads that sign, append and fsync entries in order.
+"""The journal's engine: a writer thread that signs, appends and fsyncs entries in order.
 
-Why threads of its own: both expensive steps of a record leave the GIL. An Ed25519
-signature (about 70 µs on a slow core) runs in OpenSSL with the GIL released, and so does
-``fsync``. With a few workers, one can fsync a batch while the others sign the entries
-behind it, on as many cores as there are; and the event loop never blocks on either, so
-the executor's record time limit can always fire.
+Why a thread of its own: the event loop must never block on the disk (nor on a signer
+that waits), so that the executor's record time limit can always fire. Why one, by
+default: an in-process Ed25519 signature holds the GIL (``cryptography`` signs without
+releasing it: measured, docs/benchmarks.md), so threads signing side by side do not run in
+parallel; they only add hand-offs of the GIL and wake-ups per record. One writer takes
+everything queued, signs it, appends it with one write, makes it durable with one fsync
+(group commit) and wakes the whole batch with one call into each waiting event loop;
+while it syncs (the GIL released), the loop prepares the next records. ``workers > 1``
+keeps several threads that sign in parallel, for a signer that waits rather than
+computes (a hardware token, a remote service).
 
 The order of work, for each submitted entry:
 
 1. ``submit`` (any thread, normally the event loop's) gives the entry its sequence number
    and ``prev`` at once. The chain covers signed bytes, not signatures, so the next entry
    can be chained before this one is signed.
-2. A worker signs it, outside the lock. Entries may finish signing out of order. A
-   signer with ``sign_many`` (a signing service such as ``SignerProcess``) is sent up to
-   ``_MAX_BATCH`` queued entries per request instead, so a round trip is paid per batch.
+2. A worker signs it, outside the lock. The single writer takes everything queued (up
+   to ``_MAX_WRITER_BATCH``); with several workers, each takes one entry (they may finish
+   signing out of order), or, for a signer with ``sign_many`` (a signing service such as
+   ``SignerProcess``), up to ``_MAX_BATCH``, so that a round trip is paid per batch.
 3. Whichever worker finds the oldest unwritten entry signed, and no flush running,
    becomes the flusher: it takes every consecutive signed entry from the front, appends
    them with one write and makes them durable with one fsync (group commit), then
@@ -54,10 +60,12 @@ class _State(enum.Enum):
     FAILED = "failed"
 
 
-#: The most entries sent to a batch signer in one request. Smaller batches keep the
-#: signing service busy while the previous batch is being flushed (with 16 records in
-#: flight, two batches alternate); 8 measured best between 4 and 16 (docs/benchmarks.md).
+#: With several workers, the most entries sent to a batch signer in one request: smaller
+#: batches keep the signing service busy while the previous batch is being flushed.
 _MAX_BATCH = 8
+#: The most entries a single writer takes at once (everything queued, normally): a bound
+#: only so that one batch cannot grow without limit under a flood of records.
+_MAX_WRITER_BATCH = 256
 
 #: Schedules a callback on the waiter's event loop from any thread, without blocking.
 CallSoon = Callable[[Callable[[], object]], object]
@@ -121,6 +129,7 @@ class JournalWriter:
         self.written = size
         self.broken: str | None = None
         self.fsyncs = 0
+        self._single = workers <= 1
         self._threads = [
             threading.Thread(target=self._work, name=f"seamspec-journal-{i}", daemon=True)
             for i in range(max(1, workers))
@@ -170,12 +179,13 @@ class JournalWriter:
 
     def _work(self) -> None:
         sign_many = getattr(self._signer, "sign_many", None)
+        # One writer takes everything queued (it signs, writes and syncs per batch); with
+        # several workers, a batch signer gets a batch per request and an in-process
+        # signer one entry per worker, so that workers sign in parallel.
+        limit = _MAX_WRITER_BATCH if self._single else (_MAX_BATCH if sign_many else 1)
         while (entry := self._to_sign.get()) is not None:
             entries = [entry]
-            # A batch signer (a signing service) gets everything queued in one request;
-            # an in-process signer gets one entry per worker, so that workers sign in
-            # parallel.
-            while sign_many is not None and len(entries) < _MAX_BATCH:
+            while len(entries) < limit:
                 try:
                     more = self._to_sign.get_nowait()
                 except queue.Empty:
@@ -193,32 +203,37 @@ class JournalWriter:
     def _sign(
         self, entries: list[PendingEntry], sign_many: Callable[[list[bytes]], list[bytes]] | None
     ) -> list[PendingEntry]:
-        """Sign ``entries`` (lock released), then record the outcome; return what settled."""
+        """Sign ``entries`` (lock released), then record the outcome and flush what is
+        ready; return the entries that failed (the flush wakes the durable ones)."""
+        lines: list[bytes] = []
+        error: Exception | None = None
         try:  # a signer returning garbage fails here too, not in a dead thread
             if sign_many is not None:
                 signatures = list(sign_many([e.signed for e in entries]))
                 if len(signatures) != len(entries):
                     raise ValueError(f"{len(signatures)} signatures for {len(entries)} entries")
+                lines = [
+                    encode_entry(e.signed, sig) for e, sig in zip(entries, signatures, strict=True)
+                ]
             else:
-                signatures = [self._signer.sign(e.signed) for e in entries]
-            lines = [
-                encode_entry(e.signed, sig) for e, sig in zip(entries, signatures, strict=True)
-            ]
-            error: Exception | None = None
+                for entry in entries:  # the entries before a failure keep their signature
+                    lines.append(encode_entry(entry.signed, self._signer.sign(entry.signed)))
         except Exception as raised:
-            lines, error = [], raised
+            error = raised
+            if sign_many is not None:
+                lines = []
         with self._lock:
-            live = [e for e in entries if e.state is _State.UNSIGNED]
-            if not live:
-                return []
-            if error is not None:
-                return self._fail_from(live[0], f"signing failed: {error!r}")
-            for entry, line in zip(entries, lines, strict=True):
+            failed: list[PendingEntry] = []
+            for entry, line in zip(entries, lines, strict=False):  # the signed prefix
                 if entry.state is _State.UNSIGNED:
                     entry.line, entry.state = line, _State.SIGNED
+            if error is not None:
+                rest = [e for e in entries[len(lines) :] if e.state is _State.UNSIGNED]
+                if rest:
+                    failed = self._fail_from(rest[0], f"signing failed: {error!r}")
             if not self._flushing:
                 self._flush_while_ready()
-            return []
+            return failed
 
     def _fail_from(self, failed: PendingEntry, reason: str) -> list[PendingEntry]:
         """(Lock held.) Fail ``failed`` and every entry chained behind it; roll back."""

@@ -99,6 +99,8 @@ class ObservationSession:
         self._open: dict[ShellOutputStream, tuple[Item, bytearray]] = {}
         self._phase = SessionPhase.ACTIVE
         self._disabled = False
+        #: The presentation thread is waiting for work (so ``offer`` must wake it).
+        self._idle = False
         self._used = {ShellOutputStream.STDOUT: 0, ShellOutputStream.STDERR: 0}
         self._thread = self._start_presentation()
 
@@ -124,7 +126,8 @@ class ObservationSession:
             if accepted is None:
                 return
             self._enqueue(stream, accepted)
-            self._cond.notify()
+            if self._idle:  # only a waiting presentation thread needs waking
+                self._cond.notify()
 
     def accepting(self, stream: ShellOutputStream) -> bool:
         """Whether ``offer`` on ``stream`` may still keep anything (a hint, not a promise).
@@ -229,17 +232,42 @@ class ObservationSession:
         while True:
             with self._cond:
                 while not self._queue and self._phase is SessionPhase.ACTIVE:
+                    self._idle = True
                     self._cond.wait()
+                self._idle = False
                 if self._phase is SessionPhase.CANCELLED or self._disabled or not self._queue:
                     return
-                item = self._next_item()
-                if not isinstance(item, _Finish):
-                    open_entry = self._open.get(item[0])
-                    if open_entry is not None and open_entry[0] is item:
-                        del self._open[item[0]]  # out of the queue: nothing may grow it now
+                batch = self._take_batch()
+            if not self._present_batch(batch):
+                return
+
+    def _take_batch(self) -> list[Item]:
+        """Everything queued, in presentation order. Under the lock.
+
+        One lock acquisition, and one wake-up of this thread, for all that queued up
+        while the observer was busy or this thread was waking: per chunk, the feeding
+        side then pays only an append.
+        """
+        batch = []
+        while self._queue:
+            batch.append(self._next_item())
+        self._open.clear()  # nothing queued is left for a chunk to be appended to
+        return batch
+
+    def _present_batch(self, batch: list[Item]) -> bool:
+        """Deliver ``batch`` in order; False once the session must present nothing more.
+
+        The phase is read without the lock before each callback, as it was read under the
+        lock before each pop: either way at most the one callback that passed the check
+        can start after a cancellation, which the contract allows (a cancel does not wait
+        for a running callback).
+        """
+        for item in batch:
+            if self._phase is SessionPhase.CANCELLED or self._disabled:
+                return False
             if isinstance(item, _Finish):
                 self._call_finish()
-                return
+                return False
             stream, chunk = item
             try:
                 self._deliver(stream, chunk if isinstance(chunk, bytes) else bytes(chunk))
@@ -252,7 +280,8 @@ class ObservationSession:
                 with self._cond:
                     self._on_panic()
                     if self._disabled:
-                        return
+                        return False
+        return True
 
     def _deliver(self, stream: ShellOutputStream, chunk: bytes) -> None:
         """One ``on_output`` call, on the presentation thread."""

@@ -152,6 +152,10 @@ class _FinishDropsQueue(ObservationSession):
         super().finish()
 
 
+#: How long ``_AcceptsLate`` keeps presenting after its queue ran dry.
+LATE_WINDOW = 5.0
+
+
 class _AcceptsLate(ObservationSession):
     """Keeps accepting (and presenting) chunks after completion."""
 
@@ -170,7 +174,10 @@ class _AcceptsLate(ObservationSession):
         while True:
             with self._cond:
                 if not self._queue:
-                    self._cond.wait(0.5)
+                    # Long enough that the scenario's next step (a late offer) always
+                    # comes first, even on a loaded machine: with 0.5 s the thread
+                    # sometimes ended before it, and the mutant went uncaught.
+                    self._cond.wait(LATE_WINDOW)
                 if not self._queue or self._phase is SessionPhase.CANCELLED:
                     return
                 item = self._queue.popleft()

@@ -22,16 +22,30 @@ from seamspec.conformance._contracts.write_observer_chain.model import TOOL_VERB
 from seamspec.conformance._contracts.write_observer_chain.oracle_trace import OracleBase
 from seamspec.conformance._contracts.write_observer_chain.sandbox import is_refused, resolve
 
-__all__ = ["SeamChecks", "post_image"]
+__all__ = ["SeamChecks", "ambiguous_edit", "post_images"]
 
 
-def post_image(verb: str, body: dict[str, Any], before: str | None) -> str | None:
-    """What the file holds right after a successful ``verb``, before any observer runs."""
+def ambiguous_edit(verb: str, body: dict[str, Any], before: str | None) -> bool:
+    """Whether ``verb`` is an edit whose old text occurs more than once (``str.count``)."""
+    return verb == "edit" and before is not None and before.count(body["old"]) > 1
+
+
+def post_images(verb: str, body: dict[str, Any], before: str | None) -> tuple[str | None, ...]:
+    """What the file may hold right after a successful ``verb``, before any observer runs.
+
+    One image, except for an ambiguous edit: upstream does not say what an edit does then,
+    so replacing the first occurrence or every one both agree with a report of success
+    under upstream's rules; that it must not succeed at all is WOC-SEAM-EDIT-UNIQUE's.
+    """
     if verb == "write":
-        return str(body["content"])
+        return (str(body["content"]),)
     if verb == "delete":
-        return None
-    return (before or "").replace(body["old"], body["new"], 1)
+        return (None,)
+    text, old, new = before or "", body["old"], body["new"]
+    first = text.replace(old, new, 1)
+    if ambiguous_edit(verb, body, before):
+        return (first, text.replace(old, new))
+    return (first,)
 
 
 class SeamChecks(OracleBase):
@@ -95,14 +109,37 @@ class SeamChecks(OracleBase):
                     "WOC-SEAM-PRE",
                     f"{call}: {e['observer']}.before_write saw {e.get('sees')!r}; the pre-image was {before!r}",
                 )
-        post = post_image(verb, body, before)
-        if afters and afters[0].get("sees") != post:
+        self._check_hook_paths(call, path, entered)
+        if ambiguous_edit(verb, body, before):
+            self.flag(
+                "WOC-SEAM-EDIT-UNIQUE",
+                f"{call}: the old text {body['old']!r} occurs {(before or '').count(body['old'])} "
+                "times in the file, yet the edit reported success; an ambiguous edit must fail "
+                "and leave the file alone",
+            )
+        posts = post_images(verb, body, before)
+        if afters and afters[0].get("sees") not in posts:
             self.flag(
                 "WOC-SEAM-POST",
-                f"{call}: {afters[0]['observer']}.after_write saw {afters[0].get('sees')!r}; the mutation wrote {post!r}",
+                f"{call}: {afters[0]['observer']}.after_write saw {afters[0].get('sees')!r}; the mutation wrote {posts[0]!r}",
             )
-        self._check_took_effect(call, verb, before, after, post)
+        self._check_took_effect(call, verb, before, after, posts)
         self._check_text(call, result, after_entered)
+
+    def _check_hook_paths(
+        self, call: str, path: str, entered: list[tuple[int, dict[str, Any]]]
+    ) -> None:
+        """Every hook of an allowed tool call is given the path the check resolved."""
+        where = resolve(path, self.given.get("symlinks", {}))
+        wrong = sorted(
+            {str(e.get("path")) for _, e in entered if "path" in e and e.get("path") != where}
+        )
+        if wrong:
+            self.flag(
+                "WOC-SEAM-PRE",
+                f"{call}: the hooks were given {wrong}, but {path!r} resolves to {where!r}; "
+                "observers are given the resolved path, never a link's own",
+            )
 
     def _check_refused(
         self,
@@ -125,7 +162,12 @@ class SeamChecks(OracleBase):
             self.flag("WOC-SEAM-DENIED", f"{call}: {verb} of refused path {path!r} changed it")
 
     def _check_took_effect(
-        self, call: str, verb: str, before: str | None, after: str | None, post: str | None
+        self,
+        call: str,
+        verb: str,
+        before: str | None,
+        after: str | None,
+        posts: tuple[str | None, ...],
     ) -> None:
         """A reported success must be a mutation that happened (WOC-SEAM-FAILED-WRITE)."""
         if verb != "write" and before is None:
@@ -134,11 +176,11 @@ class SeamChecks(OracleBase):
                 f"{call}: {verb} of a file that did not exist reported success; "
                 "the mutation cannot have happened, so the tool must report the error",
             )
-        elif not self.rewrites and after != post:
+        elif not self.rewrites and after not in posts:
             self.flag(
                 "WOC-SEAM-FAILED-WRITE",
                 f"{call}: {verb} reported success, but right after it the file holds {after!r}, "
-                f"not the {post!r} it was to write",
+                f"not the {posts[0]!r} it was to write",
             )
 
     def _check_text(
@@ -180,7 +222,7 @@ class SeamChecks(OracleBase):
         if self.rewrites or any(step_verb(s) == "restore" for s in self.when):
             return
         links = self.given.get("symlinks", {})
-        expected: dict[str, tuple[str, str, str | None]] = {}
+        expected: dict[str, tuple[str, str, tuple[str | None, ...]]] = {}
         for step in self.when:
             verb = step_verb(step)
             if verb not in TOOL_VERBS:
@@ -192,16 +234,16 @@ class SeamChecks(OracleBase):
                 continue
             before = self.t.tool_starts.get(body["id"], {}).get("content_before")
             if result.get("ok") and (verb == "write" or before is not None):
-                expected[where] = (body["id"], verb, post_image(verb, body, before))
+                expected[where] = (body["id"], verb, post_images(verb, body, before))
             else:
                 expected.pop(where, None)  # failed: judged by the tool's own checks
         final = files.get("files", {})
-        for where, (call, verb, content) in expected.items():
-            if final.get(where) != content:
+        for where, (call, verb, contents) in expected.items():
+            if final.get(where) not in contents:
                 self.flag(
                     "WOC-SEAM-FAILED-WRITE",
                     f"at the end {where} holds {final.get(where)!r}, but the last tool to change "
-                    f"it ({verb} {call}) reported success with {content!r}",
+                    f"it ({verb} {call}) reported success with {contents[0]!r}",
                 )
 
     def _check_outside(self, files: dict[str, Any]) -> None:

@@ -1,7 +1,9 @@
 """Mutants written by outsiders: plausible bugs from people who read only the docs.
 
-Each batch is one outsider's own implementation (``base.py``) and the broken variants they
-wrote against it (``batchN.py``), before running any of them; the kit's meta-tests treat
-them exactly like the kit's own mutants. Their value is that nobody wrote them against the
-suite: batch 1 found four bugs the suite let through, which the scenarios now catch.
+Each batch is one outsider's own implementation (batch 1: ``base.py``; batch 2, by another
+outsider: ``base2.py``) and the broken variants they wrote against it (``batchN.py``),
+before running any of them; the kit's meta-tests treat them exactly like the kit's
+own mutants. Their value is that nobody wrote them against the suite: batch 1 found four
+bugs the suite let through, batch 2 three more and one caught for the wrong reason, which
+the scenarios now catch.
 """

@@ -106,7 +106,10 @@ def test_javascript_journal_passes_the_kits_own_check(node: str) -> None:
     assert run.ok, [r.detail for r in run.results if r.status != "pass"]
     checks = [e for r in run.results for e in r.trace or [] if e["type"] == "journal_check"]
     assert checks
-    assert all(c["ok"] and c["fsync_evidence"] == "declared" for c in checks)
+    assert all(c["fsync_evidence"] == "declared" for c in checks)
+    # A damaged existing journal is refused and left as the kit wrote it: it never verifies.
+    assert all(c["ok"] is (c.get("existing_damaged") is None) for c in checks)
+    assert any(c.get("existing_damaged") is not None for c in checks)
 
 
 def test_an_implementation_cannot_write_the_kits_own_events(tmp_path: Path) -> None:

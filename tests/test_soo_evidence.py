@@ -4,7 +4,7 @@ Each test builds an implementation that behaves in one way but *reports* (or omi
 something else, and checks that the verdict follows the behaviour: drain threads found
 by the kit although none is reported, IDs taken from what the scripted observer
 received although the report says otherwise or a counter never starts at 1, a silently
-consumed ID found from the gap it leaves.
+consumed ID found from the gap it leaves, a chunk handed over as a ``bytearray``.
 """
 
 from __future__ import annotations
@@ -17,7 +17,13 @@ from seamspec.conformance import PythonAdapter, Runner, ScenarioResult, load_sce
 from seamspec.conformance._contracts.shell_output.driver import ShellOutputDriver
 from seamspec.conformance._contracts.shell_output.mutants import MUTANTS
 from seamspec.conformance._contracts.shell_output.reference_adapter import ReferenceShellOutput
-from seamspec.reference import InvocationIds, ShellResult, ShellRunner
+from seamspec.reference import (
+    InvocationIds,
+    ObservationSession,
+    ShellOutputStream,
+    ShellResult,
+    ShellRunner,
+)
 
 
 class _Built(ReferenceShellOutput):
@@ -156,6 +162,28 @@ def test_ids_come_from_the_callbacks_when_nothing_is_reported() -> None:
     assert not bad, bad
 
 
+class _HandsBytearray(ObservationSession):
+    """Delivers the right bytes, but as a ``bytearray``: the protocol promises ``bytes``."""
+
+    def _deliver(self, stream: ShellOutputStream, chunk: bytes) -> None:
+        wrong = bytearray(chunk)  # the fixture's point: the protocol (and mypy) say bytes
+        self.observer.on_output(self.invocation, stream, wrong)  # type: ignore[arg-type]
+
+
+class _BytearrayRunner(ShellRunner):
+    session_class = _HandsBytearray
+
+
+def test_a_chunk_that_is_not_bytes_is_caught_although_its_bytes_are_right() -> None:
+    """SOO-RAW: the scripted observer records the chunk's type, not only its content."""
+    result = _run(_Built(_BytearrayRunner), "soo-exit-code-and-streams")[
+        "soo-exit-code-and-streams"
+    ]
+    assert result.status == "fail"
+    assert _oracle_rules(result) == {"SOO-RAW"}, result.detail
+    assert "on_output got a bytearray chunk; the protocol promises bytes" in result.detail
+
+
 #: The fixtures above, for tests/soo_oracle_coverage.py (the oracle branches they reach).
 FIXTURES: dict[str, Callable[[], ReferenceShellOutput]] = {
     "fixture:drain-unreported": lambda: _Built(
@@ -164,4 +192,5 @@ FIXTURES: dict[str, Callable[[], ReferenceShellOutput]] = {
     "fixture:reports-another-id": lambda: _Built(_ReportsAnotherId),
     "fixture:takes-silently": lambda: _Built(_TakesSilently),
     "fixture:reports-nothing": lambda: _Built(_ReportsNothing),
+    "fixture:hands-bytearray": lambda: _Built(_BytearrayRunner),
 }

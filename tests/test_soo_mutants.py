@@ -11,12 +11,13 @@ never counts: a mutant caught only by crashing or hanging tells nothing about th
 scenarios.
 
 The controls must pass everything under the strict profile, or a "caught" mutant might be
-caught for the wrong reason: the reference on both anyio backends, and the outsider
+caught for the wrong reason: the reference on both anyio backends, and each outsider
 batch's own base implementation, which its variants differ from in one place.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from functools import cache
 
 import pytest
@@ -31,14 +32,15 @@ from seamspec.conformance import (
 )
 from seamspec.conformance._contracts.shell_output.mutants import MUTANTS, mutant_adapter
 from seamspec.conformance._contracts.shell_output.outsiders import base as outsider_base
-from seamspec.conformance._contracts.shell_output.outsiders import batch1
+from seamspec.conformance._contracts.shell_output.outsiders import base2 as outsider_base2
+from seamspec.conformance._contracts.shell_output.outsiders import batch1, batch2
 from seamspec.conformance._core.runner import Finding
 from seamspec.conformance._implementations import reference_adapter
 
 from ._mutant_matrix import describe, run_matrix
 
 CONTRACT = "shell-output"
-CONTROLS = ("reference-asyncio", "reference-trio", "outsider-base-1")
+CONTROLS = ("reference-asyncio", "reference-trio", "outsider-base-1", "outsider-base-2")
 
 #: Scenarios run side by side: most of a run is spent waiting for children and gates,
 #: and no mutant's verdict hinges on timing (bounds are gated and generous).
@@ -75,6 +77,8 @@ def _all_results() -> dict[str, list[ScenarioResult]]:
 def _adapter(name: str) -> Adapter:
     if name == "outsider-base-1":
         return outsider_base.build()
+    if name == "outsider-base-2":
+        return outsider_base2.build()
     if name in CONTROLS:
         return reference_adapter(name.removeprefix("reference-"))
     return mutant_adapter(name)
@@ -139,14 +143,20 @@ def test_soo_mutants_load_as_adapters() -> None:
     assert info.contracts == ("shell-output",)
 
 
-def test_outsider_batch_is_registered_whole() -> None:
-    """Every variant of the batch is a mutant, under its own name, rule and statement."""
-    for name, variant in batch1.MUTANTS.items():
+@pytest.mark.parametrize(
+    ("batch", "origin", "size"),
+    [(batch1.MUTANTS, "outsider batch 1", 16), (batch2.MUTANTS, "outsider batch 2", 7)],
+)
+def test_outsider_batch_is_registered_whole(
+    batch: Mapping[str, batch1.OutsiderMutant | batch2.OutsiderMutant], origin: str, size: int
+) -> None:
+    """Every variant of a batch is a mutant, under its own name, rule and statement."""
+    for name, variant in batch.items():
         assert name.startswith("out-soo-")
         mutant = MUTANTS[name]
         assert (mutant.rule, mutant.statement) == (variant.rule, variant.statement)
-        assert mutant.origin == "outsider batch 1"
-    assert len(batch1.MUTANTS) == 16
+        assert mutant.origin == origin
+    assert len(batch) == size
     assert load_adapter("mutant:out-soo-late-chunk-after-finish").info().details["origin"] == (
         "outsider batch 1"
     )

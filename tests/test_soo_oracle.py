@@ -83,3 +83,48 @@ def test_a_call_that_never_ended_is_no_result_finding_and_no_crash() -> None:
         {"type": "idle", "ok": True},
     ]
     assert "SOO-ENVELOPE" not in _rules(check(request, {}, trace))
+
+
+def _ids_trace(*, readers_before_b: bool) -> list[dict[str, Any]]:
+    """soo-ids-follow-creation-not-output, with a's ID drawn only at its first output."""
+    ok = {"exit_code": 0, "timed_out": False, "stdout_truncated": False}
+    found = {"type": "thread", "role": "drain", "call": "a", "thread": "t9", "seen_by": "kit"}
+    trace: list[dict[str, Any]] = [
+        {"type": "thread", "role": "caller", "invocation": None, "thread": "t1"},
+        {"type": "run_start", "call": "a"},
+        *([found] if readers_before_b else []),
+        {"type": "gate_released", "gate": "a-running"},
+        {"type": "run_start", "call": "b"},
+        *([] if readers_before_b else [found]),
+    ]
+    for call, observer, ident, text in (("b", "second", 1, "b"), ("a", "first", 2, "a")):
+        trace += [
+            {"type": "invocation", "call": call, "invocation": ident},
+            *(
+                {"type": kind, "observer": observer, "hook": hook, "invocation": ident,
+                 "thread": f"p{ident}", **extra}
+                for hook, extra in (("on_output", {"stream": "stdout", "hex": text.encode().hex()}),
+                                    ("on_finish", {}))
+                for kind in ("callback_enter", "callback_exit")
+            ),
+            {"type": "run_end", "call": call, "outcome": "returned", "elapsed": 0.1,
+             "result": {**ok, "stdout_hex": text.encode().hex(), "stderr_hex": "",
+                        "stderr_truncated": False}},
+        ]  # fmt: skip
+    return [*trace, {"type": "idle", "ok": True}]
+
+
+def test_a_call_whose_pipes_were_read_first_was_created_first() -> None:
+    """SOO-IDS: readers the kit found before the other call started prove creation order."""
+    request = _request("soo-ids-follow-creation-not-output")
+    findings = check(request, {}, _ids_trace(readers_before_b=True))
+    assert (
+        "SOO-IDS",
+        "a had its child's pipes read before b started, yet b got the lower ID 1 (a got 2)",
+    ) in findings
+
+
+def test_readers_found_only_after_the_other_call_started_prove_nothing() -> None:
+    """Without that evidence (an adapter over the wire reports none) only `then` can tell."""
+    request = _request("soo-ids-follow-creation-not-output")
+    assert "SOO-IDS" not in _rules(check(request, {}, _ids_trace(readers_before_b=False)))

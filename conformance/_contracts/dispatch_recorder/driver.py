@@ -55,7 +55,8 @@ class DispatchRecorderImplementation(Protocol):
     ``run_turn`` runs one turn with these participants and returns the transcript, or
     raises when the turn stops on a failed commit. ``features`` may list
     ``signed-journal``: then also provide ``open_journal(path, signer, fsync=...)``
-    (a recorder writing a signed journal, calling ``fsync(fd)`` to make it durable) and
+    (a recorder writing a signed journal, calling ``fsync(fd)`` to make it durable, with
+    a ``close()``; opened on a file that holds a journal, it continues it) and
     ``verify_journal(path, public_key, expected_entries=...)`` (an object with ``ok``,
     ``bad_index``, ``reason``, ``torn_tail`` and ``entries``, each with a ``mutation``).
     """
@@ -125,6 +126,11 @@ class DispatchRecorderDriver:
         return verdict_fields(found, "verify_journal")
 
 
+class _Refused(Exception):
+    """The implementation would not open the journal it was given (a damaged file, say):
+    no step is performed, and the trace says why."""
+
+
 class _Unmet(Exception):
     """A ``wait_*`` step's event never happened, and the turn is over."""
 
@@ -141,6 +147,7 @@ class _Run:
         self.done = anyio.Event()
         self.cancelled = False
         self.journal: TracedJournal | None = None
+        self.signer: Signer | None = None
 
     def _recorder(self) -> DispatchRecorder | None:
         script = self.given.get("recorder")
@@ -153,7 +160,11 @@ class _Run:
             signer: Signer = KeySigner.from_file(given["private_key"])
             path = Path(given["path"])
             journal = TracedJournal(None, self.tracer, path)
-            journal.inner = self.impl.open_journal(path, signer, fsync=journal.fsync)
+            try:
+                journal.inner = self.impl.open_journal(path, signer, fsync=journal.fsync)
+            except Exception as error:  # the oracle judges whether refusing was right
+                raise _Refused(f"{type(error).__name__}: {error}") from None
+            self.signer = signer
             self.journal = journal
             return journal
         if script.get("commit_default"):
@@ -161,7 +172,11 @@ class _Run:
         return ScriptedRecorder(script, self.tracer, self.gates)
 
     async def perform(self) -> Trace:
-        recorder = self._recorder()
+        try:
+            recorder = self._recorder()
+        except _Refused as refused:
+            self.tracer.emit("journal_refused", error=str(refused))
+            return self.tracer.events
         try:
             async with anyio.create_task_group() as group:
                 for index, step in enumerate(self.when):
@@ -178,6 +193,22 @@ class _Run:
             if close is not None:
                 close()
         return self.tracer.events
+
+    def _reopen(self, index: int) -> None:
+        """Close the implementation's journal recorder and open the same file again; the
+        traced recorder the executor holds then records through the new one."""
+        if self.journal is None or self.signer is None:
+            raise ImplementationError(f"step {index}: reopen_journal needs the journal recorder")
+        close = getattr(self.journal.inner, "close", None)
+        if not callable(close):
+            raise ImplementationError(
+                f"step {index}: the journal recorder from open_journal has no close()"
+            )
+        close()
+        self.tracer.emit("journal_reopen")
+        self.journal.inner = self.impl.open_journal(
+            self.journal.path, self.signer, fsync=self.journal.fsync
+        )
 
     async def _turn(
         self,
@@ -270,6 +301,8 @@ class _Run:
         elif verb == "join":
             with anyio.move_on_after(WAIT_LIMIT + TURN_LIMIT):
                 await self.done.wait()
+        elif verb == "reopen_journal":
+            self._reopen(index)
         elif verb in ("verify_journal", "tamper_journal"):
             raise ImplementationError(
                 f"step {index}: {verb} is the kit's own step; it never reaches the implementation"

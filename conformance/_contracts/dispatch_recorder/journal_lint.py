@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["journal_problems", "most_entries"]
+__all__ = ["existing_entries", "journal_problems", "most_entries"]
 
 Problem = tuple[tuple[str | int, ...], str]
 _KIT_STEPS = ("tamper_journal", "verify_journal")
@@ -37,6 +37,12 @@ def most_entries(given: dict[str, Any]) -> int:
     return count
 
 
+def existing_entries(given: dict[str, Any]) -> int:
+    """How many complete entries the kit writes into the journal before the turn."""
+    existing = (given.get("recorder") or {}).get("existing_journal") or {}
+    return int(existing.get("entries", 0))
+
+
 def _indexes(op: dict[str, Any]) -> list[int]:
     """The entry indexes a tampering names (before it is applied)."""
     kind = next(iter(op))
@@ -56,7 +62,7 @@ def journal_problems(data: dict[str, Any]) -> list[Problem]:
     """Problems with the journal steps of one (schema-valid) scenario document."""
     problems: list[Problem] = []
     when = data.get("when", [])
-    lines = most_entries(data.get("given", {}))
+    lines = most_entries(data.get("given", {})) + existing_entries(data.get("given", {}))
     turn_over = first_kit = None
     for index, step in enumerate(when):
         verb = _verb(step)

@@ -30,7 +30,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 from seamspec.conformance._contracts.dispatch_recorder.journal_audit import audit_journal
-from seamspec.conformance._contracts.dispatch_recorder.journal_forge import KitKey
+from seamspec.conformance._contracts.dispatch_recorder.journal_forge import (
+    KitKey,
+    journal_bytes,
+)
 from seamspec.conformance._contracts.dispatch_recorder.journal_steps import (
     TamperError,
     tamper_bytes,
@@ -106,6 +109,21 @@ class JournalSession:
         when = list(request.get("when", []))
         self.kit_steps = [s for s in when if step_verb(s) in KIT_STEPS]
         self.own_steps = [s for s in when if step_verb(s) not in KIT_STEPS]
+        self.reopens = sum(1 for s in self.own_steps if step_verb(s) == "reopen_journal")
+        #: The complete entries the kit wrote before the implementation opened the file.
+        self.existing = b""
+        self.existing_entries = 0
+        self.existing_torn = False
+        #: The entry the kit damaged, if any; then the file must stay as the kit left it.
+        self.existing_damaged: int | None = None
+        self.left = b""
+        existing = (request.get("given", {}).get("recorder") or {}).get("existing_journal")
+        if isinstance(existing, Mapping):
+            damaged = existing.get("damaged_entry")
+            self._write_existing(
+                int(existing["entries"]), bool(existing.get("torn_tail")),
+                None if damaged is None else int(damaged),
+            )  # fmt: skip
 
     @property
     def resources(self) -> dict[str, Any]:
@@ -134,7 +152,7 @@ class JournalSession:
                 )
         data = self._read()
         events = [self._check(data, trace, evidence)]
-        ok_records = sum(
+        ok_records = self.existing_entries + sum(
             1 for e in trace if e.get("type") == "record_exit" and e.get("outcome") == "ok"
         )
         for step in self.kit_steps:
@@ -155,6 +173,30 @@ class JournalSession:
                 found = verdict_fields(answer, "verify_journal")
                 events.append({"type": "journal_verify", **found, "kit": kit.to_json()})
         return events
+
+    def _write_existing(self, entries: int, torn: bool, damaged: int | None) -> None:
+        """The journal an earlier session left: ``entries`` complete entries signed with
+        the scenario's key; if ``torn``, the first half of one more (no newline); if
+        ``damaged``, that entry's mutation changed after it was signed."""
+        mutations = [
+            {"kind": "context_injection", "tool_call_id": f"earlier-{n}",
+             "tool_name": "earlier_session", "context": f"recorded before this session ({n})"}
+            for n in range(entries + 1)
+        ]  # fmt: skip
+        self.existing = journal_bytes(self.key, mutations[:entries])
+        self.existing_entries = entries
+        self.existing_torn = torn
+        data = self.existing
+        if torn:
+            whole = journal_bytes(self.key, mutations)[len(self.existing) :]
+            data += whole[: len(whole) // 2]
+        if damaged is not None:
+            edit = {"entry": damaged, "field": "mutation.context", "value": "changed later"}
+            data = tamper_bytes(data, {"edit": edit}, self.key)
+            self.existing = b""  # nothing of it is a journal to continue
+            self.existing_damaged = damaged
+        self.left = data
+        self._write(data)
 
     def _read(self) -> bytes | None:
         """The journal's bytes, read without trusting what lies at its path: never through
@@ -211,4 +253,10 @@ class JournalSession:
             **verdict.to_json(),
             "ends": [e.end for e in verdict.entries],
             "rewritten_after_fsync": rewritten,
+            "existing_entries": self.existing_entries,
+            "existing_torn": self.existing_torn,
+            "existing_kept": data.startswith(self.existing),
+            "existing_damaged": self.existing_damaged,
+            "left_unchanged": data == self.left,
+            "reopens": self.reopens,
         }

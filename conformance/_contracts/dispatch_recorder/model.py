@@ -186,6 +186,18 @@ def lint(data: dict[str, Any]) -> list[tuple[tuple[str | int, ...], str]]:
     journal = bool(recorder and recorder.get("journal"))
     if journal != ("signed-journal" in data.get("requires", [])):
         problems.append((("requires",), "a journal recorder needs `requires: [signed-journal]`"))
+    existing = (recorder or {}).get("existing_journal") or {}
+    if existing.get("damaged_entry", -1) >= existing.get("entries", 0):
+        problems.append((
+            ("given", "recorder", "existing_journal", "damaged_entry"),
+            f"entry {existing.get('damaged_entry')} does not exist: the existing journal has "
+            f"{existing.get('entries')} (entries count from 0)",
+        ))  # fmt: skip
+    if recorder and "existing_journal" in recorder and not journal:
+        problems.append((
+            ("given", "recorder", "existing_journal"),
+            "an existing journal is the journal recorder's file: add `journal: true`",
+        ))  # fmt: skip
     gates = gates_of(given)
     turns: set[str] = set()
     for index, step in enumerate(when):
@@ -200,7 +212,7 @@ def lint(data: dict[str, Any]) -> list[tuple[tuple[str | int, ...], str]]:
             problems.append((at, f"{verb} names {body!r}, which no earlier step started"))
         elif verb in ("release", "release_late") and body not in gates:
             problems.append((at, f"gate {body!r} is not used by any recorder behaviour"))
-        elif verb in ("verify_journal", "tamper_journal") and not journal:
+        elif verb in ("verify_journal", "tamper_journal", "reopen_journal") and not journal:
             problems.append(
                 (at, f"{verb} needs the journal recorder (`recorder: {{journal: true}}`)")
             )

@@ -6,11 +6,15 @@ implementation: a journal of unsigned lines whose verifier compares the file wit
 in memory; one that fsyncs a padding file instead of the journal, or fsyncs before it
 writes; signatures without the domain prefix; verifiers that skip signatures, accept
 non-canonical bytes or unprefixed signatures, remember what was written instead of
-reading it, or call any newline-less tail torn. :mod:`.mutants` registers them.
+reading it, or call any newline-less tail torn; journals that, opened on an existing
+file, start a new chain, append after a torn tail, or write at the old end of the file
+once the torn tail is cut, or cut a damaged journal back to its last good entry and
+carry on. :mod:`.mutants` registers them.
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 from collections.abc import Callable, Sequence
@@ -43,8 +47,12 @@ from seamspec.reference._dispatch_recorder.journal_format import (
 from seamspec.reference._dispatch_recorder.journal_writer import JournalWriter
 
 __all__ = [
+    "CutsDamageJournal",
+    "FreshChainJournal",
     "FsyncBeforeWriteJournal",
     "FsyncElsewhereJournal",
+    "KeepsTornTailJournal",
+    "NoAppendModeJournal",
     "RememberingJournal",
     "UndomainedJournal",
     "UnsignedLinesJournal",
@@ -148,6 +156,84 @@ class FsyncBeforeWriteJournal(JournalRecorder):
     """fsyncs the journal, then appends the batch, then acknowledges it."""
 
     writer_type = _FsyncFirstWriter
+
+
+class _FreshChainWriter(JournalWriter):
+    """Begins every journal it is given at sequence 0, chained to the genesis hash."""
+
+    def __init__(
+        self, fd: int, signer: Signer, *, seq: int, prev: str, size: int,
+        fsync: Fsync, workers: int,
+    ) -> None:  # fmt: skip
+        start = genesis_hash(signer.public_key)
+        super().__init__(fd, signer, seq=0, prev=start, size=size, fsync=fsync, workers=workers)
+
+
+class FreshChainJournal(JournalRecorder):
+    """Appends to an existing journal as if it were new: a second chain from seq 0."""
+
+    writer_type = _FreshChainWriter
+
+
+class KeepsTornTailJournal(JournalRecorder):
+    """Continues the chain of an existing journal, but leaves a torn tail where it is and
+    appends after it."""
+
+    @classmethod
+    def open(
+        cls,
+        path: str | os.PathLike[str],
+        signer: Signer,
+        *,
+        fsync: Fsync = os.fsync,
+        workers: int | None = None,
+    ) -> JournalRecorder:
+        data = Path(path).read_bytes() if Path(path).exists() else b""
+        tail = data[data.rfind(b"\n") + 1 :]
+        recorder = super().open(path, signer, fsync=fsync, workers=workers)
+        if recorder.torn_tail is not None and tail:  # the bug: put the torn bytes back
+            os.write(recorder._fd, tail)
+            recorder._writer.written += len(tail)
+        return recorder
+
+
+class CutsDamageJournal(JournalRecorder):
+    """Opened on a journal that does not verify, cuts it back to its last good entry (as
+    if the damage were a torn tail) and carries on."""
+
+    @classmethod
+    def open(
+        cls,
+        path: str | os.PathLike[str],
+        signer: Signer,
+        *,
+        fsync: Fsync = os.fsync,
+        workers: int | None = None,
+    ) -> JournalRecorder:
+        if Path(path).exists():
+            found = scan_journal(Path(path).read_bytes(), signer.public_key)
+            if not found.ok:  # the bug: damage is not a torn tail, and must not be cut
+                os.truncate(path, found.valid_bytes)
+        return super().open(path, signer, fsync=fsync, workers=workers)
+
+
+class NoAppendModeJournal(JournalRecorder):
+    """Reads the journal through and cuts a torn tail off, but writes on from where its
+    descriptor stands (not in append mode): at the old end, past the cut."""
+
+    @classmethod
+    def open(
+        cls,
+        path: str | os.PathLike[str],
+        signer: Signer,
+        *,
+        fsync: Fsync = os.fsync,
+        workers: int | None = None,
+    ) -> JournalRecorder:
+        recorder = super().open(path, signer, fsync=fsync, workers=workers)
+        flags = fcntl.fcntl(recorder._fd, fcntl.F_GETFL)
+        fcntl.fcntl(recorder._fd, fcntl.F_SETFL, flags & ~os.O_APPEND)
+        return recorder
 
 
 class _UndomainedSigner:

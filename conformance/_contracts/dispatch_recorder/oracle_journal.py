@@ -15,28 +15,88 @@ from typing import Any
 __all__ = ["caveats", "check_journal"]
 
 FORMAT, DURABLE, VERIFY = "DR-JOURNAL-FORMAT", "DR-JOURNAL-DURABLE", "DR-JOURNAL-VERIFY"
+REOPEN = "DR-JOURNAL-REOPEN"
 
 
 def check_journal(
     records: list[dict[str, Any]], events: list[dict[str, Any]]
 ) -> list[tuple[str, str]]:
-    """DR-JOURNAL-FORMAT, -DURABLE and -VERIFY findings for a journal scenario."""
+    """DR-JOURNAL-FORMAT, -DURABLE, -VERIFY and -REOPEN findings for a journal scenario."""
     check = next((e for e in events if e["type"] == "journal_check"), None)
     if check is None:
         return [(FORMAT, "the kit has no reading of the journal (no journal_check event)")]
     if not check.get("exists"):
         return [(FORMAT, "the implementation wrote no journal at the path the kit gave it")]
+    refused = next((e for e in events if e["type"] == "journal_refused"), None)
+    damaged = check.get("existing_damaged")
+    if damaged is not None:
+        return _damaged(check, refused, int(damaged))
     out: list[tuple[str, str]] = []
+    if refused is not None:
+        out.append((
+            REOPEN,
+            f"the recorder refused to open a journal that verifies: {refused.get('error')}",
+        ))  # fmt: skip
     if not check.get("ok"):
         out.append((
             FORMAT,
             "the journal does not verify by the documented format, read by the kit with "
             f"the key it gave: {check.get('reason')}",
         ))  # fmt: skip
-    entry_of, problems = _align(records, check.get("mutations", []))
+    earlier = int(check.get("existing_entries") or 0)
+    out.extend(_reopened(check, earlier))
+    entry_of, problems = _align(records, check.get("mutations", [])[earlier:])
+    entry_of = {n: entry + earlier for n, entry in entry_of.items()}
     out.extend((FORMAT, p) for p in problems)
     out.extend(_durability(records, events, entry_of, check))
     out.extend(_verdicts(events))
+    return out
+
+
+def _damaged(
+    check: dict[str, Any], refused: dict[str, Any] | None, entry: int
+) -> list[tuple[str, str]]:
+    """A journal that does not verify is refused and left exactly as it is (nothing
+    appended after the damage, nothing cut away or moved)."""
+    out: list[tuple[str, str]] = []
+    damage = f"the existing journal does not verify (entry {entry} was changed after it was signed)"
+    if refused is None:
+        out.append((
+            REOPEN,
+            f"{damage}, yet the recorder opened it instead of refusing it",
+        ))  # fmt: skip
+    if not check.get("left_unchanged"):
+        out.append((
+            REOPEN,
+            f"{damage}, and the recorder changed the file: appending to a damaged journal, "
+            "or cutting the damage away, hides it",
+        ))  # fmt: skip
+    return out
+
+
+def _reopened(check: dict[str, Any], earlier: int) -> list[tuple[str, str]]:
+    """A journal opened on an existing file, or closed and opened again, continues it."""
+    if not earlier and not check.get("reopens"):
+        return []
+    out: list[tuple[str, str]] = []
+    if earlier and not check.get("existing_kept"):
+        out.append((
+            REOPEN,
+            f"the {earlier} entr{'y' if earlier == 1 else 'ies'} the journal held before the "
+            "implementation opened it did not stay byte for byte at its start",
+        ))  # fmt: skip
+    if not check.get("ok"):
+        how = (
+            f"opened on a journal of {earlier} entr{'y' if earlier == 1 else 'ies'}"
+            + (" and a torn tail" if check.get("existing_torn") else "")
+            if earlier
+            else "closed and opened again"
+        )
+        out.append((
+            REOPEN,
+            f"the recorder, {how}, left a journal that no longer verifies: "
+            f"{check.get('reason')}",
+        ))  # fmt: skip
     return out
 
 

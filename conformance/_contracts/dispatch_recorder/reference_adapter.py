@@ -6,6 +6,7 @@ piece (the executor class, the loop, the journal) without touching the other con
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -17,14 +18,23 @@ from seamspec.reference import (
     DispatchRecorder,
     JournalRecorder,
     Message,
+    QuarantinedTailWarning,
     Signer,
     ToolExecutor,
+    TornTailWarning,
     Verification,
     run_turn,
     scan_journal,
 )
 
 __all__ = ["ReferenceDispatch", "reference_driver"]
+
+# The reference reports what it finds on opening a journal as Python warnings. In a run
+# the damage is the kit's own doing (an existing journal it wrote torn, say), the kit
+# judges the file itself, and the run's output is its report: these two are not shown.
+# A filter, not catch_warnings(), since scenarios open journals in threads side by side.
+for _category in (TornTailWarning, QuarantinedTailWarning):
+    warnings.filterwarnings("ignore", category=_category)
 
 
 class ReferenceDispatch:

@@ -18,6 +18,8 @@ _LANE = {
     "commit_enter": "recorder",
     "commit_exit": "recorder",
     "journal_fsync": "recorder",
+    "journal_reopen": "recorder",
+    "journal_refused": "recorder",
     "journal_verify": "recorder",
     "journal_check": "recorder",
     "journal_tampered": "recorder",
@@ -59,6 +61,10 @@ def render(event: dict[str, Any]) -> str | None:
         return f"approval for {event.get('call')}: {event.get('approved')}"
     if kind in ("journal_fsync", "journal_check", "journal_verify", "journal_tampered"):
         return _journal(kind, event)
+    if kind == "journal_reopen":
+        return "journal closed and opened again"
+    if kind == "journal_refused":
+        return f"recorder refuses to open the journal: {short(event.get('error'), 60)}"
     if kind == "wait_unmet":
         return f"** step {event.get('step')}: {event.get('waited_for')} never came; the turn was over **"
     if kind == "cancel_requested":
@@ -78,8 +84,10 @@ def _journal(kind: str, event: dict[str, Any]) -> str:
         if not event.get("exists"):
             return "kit reads the journal: no file"
         verdict = "valid" if event.get("ok") else f"INVALID: {event.get('reason')}"
+        earlier = event.get("existing_entries")
+        held = f", {earlier} of them written before the session" if earlier else ""
         return (
-            f"kit reads the journal ({event.get('entries')} entries, fsyncs "
+            f"kit reads the journal ({event.get('entries')} entries{held}, fsyncs "
             f"{event.get('fsync_evidence')}): {verdict}"
         )
     if kind == "journal_tampered":

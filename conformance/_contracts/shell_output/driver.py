@@ -81,15 +81,21 @@ class ShellOutputImplementation(Protocol):
 
     ``make_shell`` builds a command runner for one scenario: ``output_cap`` and
     ``live_budget`` per stream, ``policy(argv)`` returning a refusal reason or None (call
-    it before spawning), and ``thread_hook(role, invocation)`` to call on each of its
-    pipe-draining threads. Give each shell its own invocation counter starting at 1.
-    The shell must offer ``async run(argv, *, observer, timeout, on_invocation)``
-    returning a result with ``exit_code``, ``stdout``, ``stderr``, ``stdout_truncated``,
-    ``stderr_truncated``, ``timed_out`` (and raising when refused or unable to spawn);
-    ``observe(observer)`` returning a session with ``invocation``,
-    ``offer(stream_name, chunk)``, ``finish()`` and ``cancel()``; and
-    ``wait_idle(timeout) -> bool``, true once no callback is running or pending.
-    ``on_invocation(id)`` must be called as soon as an invocation takes an ID.
+    it before spawning), and ``thread_hook(role, invocation)``. Give each shell its own
+    invocation counter starting at 1. The shell must offer
+    ``async run(argv, *, observer, timeout, on_invocation)`` returning a result with
+    ``exit_code``, ``stdout``, ``stderr``, ``stdout_truncated``, ``stderr_truncated``,
+    ``timed_out`` (and raising when refused or unable to spawn); ``observe(observer)``
+    returning a session with ``invocation``, ``offer(stream_name, chunk)``, ``finish()``
+    and ``cancel()``; and ``wait_idle(timeout) -> bool``: wait up to ``timeout`` seconds
+    until no callback is running or queued in any of its sessions, and say whether that
+    happened (the kit calls it once, after every call ended; a session left open may keep
+    it false). Chunks handed to ``on_output`` are ``bytes``.
+
+    ``on_invocation`` and ``thread_hook`` are optional instrumentation (the kit learns
+    IDs from the callbacks and finds pipe readers itself), but when called they must tell
+    the truth: ``on_invocation(id)`` as soon as the invocation has taken its ID,
+    ``thread_hook("drain", id)`` on each thread that reads a child's pipes.
     """
 
     features: tuple[str, ...]
@@ -139,7 +145,12 @@ class _ScriptedObserver:
         self._counts = {"on_output": 0, "on_finish": 0}
 
     def on_output(self, invocation: int, stream: object, chunk: bytes) -> None:
-        self._call("on_output", invocation, stream=_stream_name(stream), hex=bytes(chunk).hex())
+        fields: dict[str, Any] = {"stream": _stream_name(stream), "hex": bytes(chunk).hex()}
+        if not isinstance(chunk, bytes):
+            # The protocol promises bytes; an observer that decodes or hashes the chunk
+            # breaks on a memoryview, and a bytearray or view may change after the call.
+            fields["chunk_type"] = type(chunk).__name__
+        self._call("on_output", invocation, **fields)
 
     def on_finish(self, invocation: int) -> None:
         self._call("on_finish", invocation)

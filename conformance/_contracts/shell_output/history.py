@@ -52,6 +52,9 @@ class Call:
     cancel_at: int | None = None
     #: The ``cancel_returned`` event of the cancel step, if any.
     cancel_end: dict[str, Any] | None = None
+    #: Where the kit first found a thread reading the child's pipes (``seen_by: kit``):
+    #: by then the child runs and its output is being read, so the invocation exists.
+    reading_at: int | None = None
     #: After a time limit: whether a process of the command was still running.
     group_alive: bool | None = None
     kit_timeouts: list[int] = field(default_factory=list)
@@ -90,6 +93,8 @@ class History:
             call = self.calls.get(str(e.get("call")))
             if kind == "thread":
                 (self.caller if e.get("role") == "caller" else self.drains).add(e.get("thread", ""))
+                if call is not None and e.get("seen_by") == "kit" and call.reading_at is None:
+                    call.reading_at = i
             elif kind in ("callback_enter", "callback_exit"):
                 self.by_invocation[int(e.get("invocation", -1))].append((i, e))
             elif kind == "idle":
@@ -169,17 +174,23 @@ class History:
         return sorted(took, key=lambda c: (c.invocation or 0, c.step))
 
     @staticmethod
-    def created_before(first: Call, second: Call) -> bool:
-        """Whether ``first`` certainly took its ID before ``second`` was even started.
+    def created_before(first: Call, second: Call) -> str | None:
+        """Why ``first`` was certainly created before ``second`` was even started, or None.
 
         Only then does "IDs increase in creation order" say which must be lower: two calls
-        started back to back may take their IDs in either order.
+        started back to back may take their IDs in either order. Either ``first`` had
+        taken its ID already, or the kit had found its child's pipes being read: a runner
+        reads the pipes of an invocation it has created (upstream opens the session, and
+        takes the ID, before it starts its readers), so an ID taken only later, at the
+        first output say, was taken out of creation order.
         """
-        return (
-            first.invocation_at is not None
-            and second.start_at is not None
-            and first.invocation_at < second.start_at
-        )
+        if second.start_at is None:
+            return None
+        if first.invocation_at is not None and first.invocation_at < second.start_at:
+            return "took its ID"
+        if first.reading_at is not None and first.reading_at < second.start_at:
+            return "had its child's pipes read"
+        return None
 
     def in_flight(self, at: int, *, exclude: int | None = None) -> set[int]:
         """Invocations with a callback entered but not exited at trace index ``at``."""

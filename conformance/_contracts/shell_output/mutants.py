@@ -25,7 +25,7 @@ from seamspec.conformance._contracts.shell_output.driver import (
     ShellOutputDriver,
     ShellOutputImplementation,
 )
-from seamspec.conformance._contracts.shell_output.outsiders import batch1
+from seamspec.conformance._contracts.shell_output.outsiders import batch1, batch2
 from seamspec.conformance._contracts.shell_output.reference_adapter import ReferenceShellOutput
 from seamspec.conformance._core.python_adapter import PythonAdapter
 from seamspec.reference import ObservationSession, ShellRunner
@@ -118,6 +118,17 @@ _ALL += [
         outsider=functools.partial(batch1.implementation, m.name),
     )
     for m in batch1.MUTANTS.values()
+]
+
+_ALL += [
+    Mutant(
+        m.name,
+        m.rule,
+        m.statement,
+        origin="outsider batch 2",
+        outsider=functools.partial(batch2.implementation, m.name),
+    )
+    for m in batch2.MUTANTS.values()
 ]
 
 #: Every shell-output mutant, by name: the kit's own first, then each outsider batch.

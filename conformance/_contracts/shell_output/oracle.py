@@ -107,6 +107,11 @@ class _Oracle(History):
         for _, e in outputs:
             if not e.get("hex"):
                 self.flag("SOO-NONEMPTY", f"{name}: on_output got an empty chunk")
+            if e.get("chunk_type"):
+                self.flag(
+                    "SOO-RAW",
+                    f"{name}: on_output got a {e['chunk_type']} chunk; the protocol promises bytes",
+                )
         for s in STREAMS:
             self.check_stream(
                 name,
@@ -130,7 +135,14 @@ class _Oracle(History):
         if stop is not None:
             rule, at, why = stop
             if finishes:
-                self.flag(rule, f"{name}: on_finish was called after {why}")
+                self.flag(rule, f"{name}: on_finish was called, yet the invocation ended by {why}")
+                if rule == "SOO-TIMEOUT" and has_grandchild(call.body.get("script", [])):
+                    self.flag(
+                        "SOO-FINISH",
+                        f"{name}: on_finish was called, but the invocation never completed: "
+                        "a grandchild held the pipes open until the time limit ended it, and "
+                        "completion is end of file on both pipes, not the child's exit",
+                    )
             busy = self.in_flight(at + 1) & {call.invocation} if call.invocation else set()
             began = [e["hook"] for i, e in events if i > at and e["type"] == "callback_enter"]
             if len(began) > (0 if busy else 1):
@@ -245,6 +257,7 @@ class _Oracle(History):
                     rule,
                     f"{name}: {s} delivered {len(delivered[s])} of the {len(want)} bytes accepted",
                 )
+                self.flag_prior_panic(name, call)
                 if self.prior_finish_panic(call):
                     self.flag(
                         "SOO-FINISH-PANIC", f"{name}: an earlier on_finish failure changed delivery"
@@ -258,6 +271,8 @@ class _Oracle(History):
                 "SOO-BUDGET-ZERO" if zero else "SOO-FINISH",
                 f"{name}: on_finish called {len(finishes)} times; expected once",
             )
+            if not finishes:
+                self.flag_prior_panic(name, call)
             if self.prior_finish_panic(call):
                 self.flag(
                     "SOO-FINISH-PANIC", f"{name}: an earlier on_finish failure changed delivery"
@@ -268,6 +283,33 @@ class _Oracle(History):
                 self.flag("SOO-FINISH", f"{name}: on_output came after on_finish")
             if {o.get("thread") for _, o in outputs} - {e.get("thread")}:
                 self.flag("SOO-FINISH", f"{name}: on_finish ran on another thread than on_output")
+
+    def flag_prior_panic(self, name: str, call: Call) -> None:
+        """A completed invocation came up short after its observer raised in another one.
+
+        An exception in ``on_output`` ends the observation of *that* invocation; a runner
+        that goes on ignoring the observer elsewhere breaks SOO-PANIC, whatever else the
+        short delivery breaks.
+        """
+        observer = call.body.get("observer")
+        earlier = sorted(
+            {
+                int(e.get("invocation", -1))
+                for e in self.trace
+                if e.get("type") == "callback_exit"
+                and e.get("hook") == "on_output"
+                and e.get("outcome") == "raised"
+                and e.get("observer") == observer
+                and e.get("invocation") != call.invocation
+            }
+        )
+        if earlier:
+            self.flag(
+                "SOO-PANIC",
+                f"{name}: {observer} raised in invocation(s) {earlier}, and this invocation "
+                "did not get all its output and on_finish: an exception ends the observation "
+                "of its own invocation only",
+            )
 
     def prior_finish_panic(self, call: Call) -> bool:
         observer = call.body.get("observer")

@@ -28,14 +28,14 @@ def check_ids(history: History) -> list[Violation]:
         out.append(("SOO-IDS", f"invocation IDs repeat: {_named(ordered)}"))
     for first in ordered:
         for second in ordered:
-            if history.created_before(first, second) and (second.invocation or 0) < (
-                first.invocation or 0
-            ):
+            why = history.created_before(first, second)
+            if why and (second.invocation or 0) < (first.invocation or 0):
                 out.append(
                     (
                         "SOO-IDS",
-                        f"{first.ident} took ID {first.invocation} before {second.ident} "
-                        f"started, yet {second.ident} got the lower ID {second.invocation}",
+                        f"{first.ident} {why} before {second.ident} started, yet "
+                        f"{second.ident} got the lower ID {second.invocation} "
+                        f"({first.ident} got {first.invocation})",
                     )
                 )
     for before, after in pairwise(ordered):

@@ -16,8 +16,9 @@ __all__ = ["expected_wait"]
 def expected_wait(given: dict[str, Any], when: list[dict[str, Any]]) -> float:
     """Seconds a correct runner waits on time limits: each hanging command's ``timeout``.
 
-    A command hangs when its script has a ``hang`` step; one the scenario cancels waits
-    for no limit.
+    A command hangs when its script has a ``hang`` step or starts a grandchild that hangs
+    (it holds the pipes, so a runner that waits for end of file waits for the limit); one
+    the scenario cancels waits for no limit.
     """
     cancelled = set()
     for step in when:
@@ -31,7 +32,10 @@ def expected_wait(given: dict[str, Any], when: list[dict[str, Any]]) -> float:
             continue
         body = step[verb]
         timeout = body.get("timeout", given.get("timeout"))
-        hangs = any(isinstance(s, dict) and s.get("hang") for s in body.get("script", []))
+        hangs = any(
+            isinstance(s, dict) and (s.get("hang") or s.get("grandchild") == "hang")
+            for s in body.get("script", [])
+        )
         if hangs and timeout is not None and body.get("id") not in cancelled:
             total += float(timeout)
     return total

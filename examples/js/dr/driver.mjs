@@ -20,6 +20,9 @@ export const TURN_LIMIT = 10.0;
 
 class Unmet extends Error {}
 
+/** The journal recorder would not open the file the kit gave it (it does not verify). */
+class JournalRefused extends Error {}
+
 class ScriptedFailure extends Error {
   constructor(message) {
     super(message);
@@ -211,12 +214,19 @@ class Run {
       if (journal) this.emit("journal_fsync", { journal: true, durable_bytes: status.size });
       else this.emit("journal_fsync", { journal: false, file: `descriptor ${fd}`, size: status.size });
     };
-    const inner = new JournalRecorder(file, privateKey, { fsync });
-    this.journal = { inner };
+    // `reopen_journal` closes this recorder and opens the same file again (reopen()).
+    let inner;
+    try {
+      inner = new JournalRecorder(file, privateKey, { fsync });
+    } catch (error) {
+      throw new JournalRefused(`${error.name}: ${error.message}`); // a damaged journal, say
+    }
+    this.journal = { inner, open: () => new JournalRecorder(file, privateKey, { fsync }) };
     return {
       record: (mutation, { signal }) => {
         const n = this.records++;
         const fields = { call: mutation.tool_call_id, tool: mutation.tool_name, kind: mutation.kind, payload: mutation };
+        const inner = this.journal.inner;
         return this.traced("record", n, () => inner.record(mutation), fields, signal);
       },
     };
@@ -314,13 +324,25 @@ class Run {
       this.controller.abort(new Cancelled("cancelled by the caller"));
     } else if (verb === "join") {
       await this.waitDone();
+    } else if (verb === "reopen_journal") {
+      if (!this.journal) throw new DriverError(`step ${index}: reopen_journal needs the journal recorder`);
+      this.journal.inner.close();
+      this.emit("journal_reopen");
+      this.journal.inner = this.journal.open();
     } else {
       throw new DriverError(`step ${index}: '${verb}' is not supported by this implementation`);
     }
   }
 
   async run() {
-    const recorder = this.recorder();
+    let recorder;
+    try {
+      recorder = this.recorder();
+    } catch (error) {
+      if (!(error instanceof JournalRefused)) throw error;
+      this.emit("journal_refused", { error: error.message }); // no step is performed
+      return this.events;
+    }
     try {
       for (const [index, step] of this.when.entries()) {
         try {

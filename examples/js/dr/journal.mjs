@@ -10,7 +10,7 @@
 //          hash SHA-256(DOMAIN + "genesis" + raw public key), the key's fingerprint.
 //
 // A record returns OK only after its line is fsync'd, so an OK'd mutation survives a
-// crash. Verification names the first entry that is wrong, and calls a newline-less tail
+// crash. Opened on an existing journal, the recorder continues it, cutting a torn tail. Verification names the first entry that is wrong, and calls a newline-less tail
 // torn only if it cannot be a whole entry.
 
 import crypto from "node:crypto";
@@ -55,9 +55,24 @@ export class JournalRecorder {
     this.path = path;
     this.privateKey = privateKey;
     this.fsync = fsync;
-    this.fd = fs.openSync(path, "a", 0o600);
-    this.seq = 0;
-    this.prev = fingerprint(rawPublicKey(crypto.createPublicKey(privateKey)));
+    this.fd = fs.openSync(path, "a", 0o600); // append mode: every write lands at the end
+    const raw = rawPublicKey(crypto.createPublicKey(privateKey));
+    // An existing journal is continued (DR-JOURNAL-REOPEN): verified first, a torn tail
+    // (an append cut short, never OK'd) cut off, and the chain taken on from its last
+    // complete entry. Any other damage refuses the file: appending would hide it.
+    const found = verifyJournal(path, raw);
+    if (!found.ok && !found.tornTail) {
+      fs.closeSync(this.fd);
+      throw new Error(`${path} does not verify (${found.reason}): not appending to it`);
+    }
+    if (found.tornTail) {
+      const data = fs.readFileSync(path);
+      fs.ftruncateSync(this.fd, data.lastIndexOf(0x0a) + 1);
+      this.fsync(this.fd);
+    }
+    const last = found.entries.at(-1);
+    this.seq = found.entries.length;
+    this.prev = last ? sha256(signedBytes(last.seq, last.prev, last.mutation)) : fingerprint(raw);
   }
 
   async record(mutation) {

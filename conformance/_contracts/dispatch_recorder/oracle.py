@@ -14,7 +14,9 @@ from typing import Any
 
 from seamspec.conformance._contracts.dispatch_recorder.model import (
     PRE_KINDS,
+    behaviour_for,
     calls_of,
+    failed,
     policy_for,
     pre_kind,
 )
@@ -56,8 +58,13 @@ class _Call:
     def ended_by(self, why: str) -> bool:
         """A failed record (not a cancellation) ended the turn with an error."""
         ended = bool(self.ev.turn_end and self.ev.turn_end.get("outcome") == "error")
+        # A commit fails by its answer, or by its script: one that answers OK only past
+        # commit_time_limit (``late``) failed although its exit says ok.
+        script = (self.ev.recorder or {}).get("commit")
         commit_failed = any(
-            e["type"] == "commit_exit" and e.get("outcome") != "ok" for e in self.ev.events
+            e["type"] == "commit_exit"
+            and (e.get("outcome") != "ok" or failed(behaviour_for(script, int(e.get("n", 0)))))
+            for e in self.ev.events
         )
         return why != "cancelled" and ended and not commit_failed and self.ev.cancel_i is None
 

@@ -6,19 +6,22 @@ record and commit as drawn. While drawing, the strategy follows the rules to der
 any conforming implementation must show (which tools ran with which arguments and
 context, what the model saw, which records were made, where the turn stopped), so that a
 saved failure is an ordinary scenario that fails the same way under ``seamspec run``.
+Texts are the boundaries a careless implementation trips on: arguments and redactions
+that are valid JSON but not canonical (spaces, keys out of order, non-ASCII), an empty
+redaction, a context with surrounding or only whitespace; one turn in five has no
+approver wired.
 
-Only deterministic timing is generated: a record that hangs (``hang``) or answers late
-(``gate`` + ``late``, released by ``release_late``, on the turn's first record only) past
-a small ``record_time_limit``, and a cancellation while the turn's first record waits on a
-gate that never opens. Commits return OK, an error, or raise; none hangs (a loop with no
-commit time limit would cost the kit's 10 s turn limit per example).
+Only deterministic timing is generated, one shape per turn (:data:`SHAPES`): records that
+hang or answer late (``late``, released by ``release_late``) past a short limit; a
+cancellation while the first record or commit waits, on a gate that never opens or a
+deaf one released after the cancellation (under a long limit, or by ``release_late``
+past a short one); a deaf commit answering past ``commit_time_limit``; a gated tool held
+past the record limit, so that a redaction recorded after it must still get its own
+limit. Nothing healthy races a limit (docs/scenarios.md, "Time limits").
 
-About one turn in five records through the implementation's signed journal instead
-(``requires: [signed-journal]``): every record is real and returns OK, the commit is the
-protocol default, and after the turn the kit verifies the journal, untouched and/or after
-one tampering (a flipped byte, a deleted, swapped or duplicated entry, a cut tail). The
-derived ``then`` states what each verification must report: OK with every entry, or the
-first bad index (and a torn tail for a cut).
+About one turn in four records through the implementation's signed journal instead
+(``requires: [signed-journal]``), and the kit then verifies it, untouched and/or after
+one tampering (:mod:`.strategies_journal`).
 """
 
 from __future__ import annotations
@@ -28,7 +31,11 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from seamspec.conformance._contracts.dispatch_recorder.model import PRE_KINDS, failed, tamper_index
+from seamspec.conformance._contracts.dispatch_recorder.model import PRE_KINDS, failed
+from seamspec.conformance._contracts.dispatch_recorder.strategies_journal import (
+    journal_checks,
+    journal_plans,
+)
 
 __all__ = ["dr_scenarios", "scenarios"]
 
@@ -47,17 +54,33 @@ RULE_ORDER = (
     "DR-COMMIT-BARRIER", "DR-COMMIT-STEP", "DR-COMMIT-FINAL", "DR-COMMIT-FAIL",
     "DR-COMMIT-DEFAULT", "DR-JOURNAL-DURABLE", "DR-JOURNAL-VERIFY",
 )  # fmt: skip
-#: Tamperings the journal vocabulary offers; ``swap`` needs two entries.
-TAMPER = ("flip_byte", "delete", "swap", "duplicate", "truncate_bytes")
-#: Tamperings that need the kit's key; what a verifier must then say is the kit's own
-#: reading of the file (the oracle compares), so their ``then`` pins nothing.
-FORGERIES = ("edit", "reencode", "forge", "splice", "append")
-#: Fewer bytes than any entry's line (a signature alone is 128 hex digits): a cut is torn.
-MAX_CUT = 150
+#: A limit the scenario never lets run out (a deaf record or commit released right after
+#: the cancellation): long, since it costs nothing.
+LONG_LIMIT = 3.0
+#: How a JSON text is spelt: compact and sorted (canonical), or valid JSON that a
+#: "normalise the JSON" helper would change (spaces, keys out of order, non-ASCII text).
+SPELLING = ("compact", "spaced", "unsorted", "unicode")
+#: The turn's timing, one shape per scenario (only with a scripted recorder): none, a
+#: cancellation while the first record or commit waits (on a gate that never opens, or a
+#: deaf one released after the cancellation, before or past its limit), a deaf commit
+#: answering past its limit, or a tool held past the record limit.
+SHAPES = (
+    "plain", "plain", "plain", "cancel_record", "cancel_record", "cancel_record",
+    "cancel_commit", "commit_late", "slow_tool",
+)  # fmt: skip
+CANCEL_HOW = ("never", "deaf", "deaf_late")
 
 
-def _args(cid: str, **extra: Any) -> str:
-    return json.dumps({"call": cid, **extra}, separators=(",", ":"))
+def _args(cid: str, spelling: str = "compact", **extra: Any) -> str:
+    """A call's arguments (or a JSON text) naming ``cid``, spelt as ``spelling`` says."""
+    value = {"call": cid, **extra}
+    if spelling == "spaced":
+        return json.dumps(value)
+    if spelling == "unsorted":
+        return json.dumps({"z": 0, **value}, separators=(",", ":"))
+    if spelling == "unicode":
+        return json.dumps({**value, "note": "café"}, ensure_ascii=False, separators=(",", ":"))
+    return json.dumps(value, separators=(",", ":"))
 
 
 def _behaviour(kind: str, what: str) -> dict[str, Any]:
@@ -72,13 +95,17 @@ def _behaviour(kind: str, what: str) -> dict[str, Any]:
         return {"gate": "slow", "late": True}
     if kind == "never":
         return {"gate": "never"}
+    if kind in ("deaf", "deaf_late"):
+        return {"gate": "signing" if what == "signer" else "receipt", "late": True}
     return {"ok": True}
 
 
 @st.composite
-def _policy(draw: st.DrawFn, cid: str) -> dict[str, Any]:
-    # Every text carries "<cid>" so that no call's text is a substring of another's.
-    pre = draw(st.sampled_from(PRE))
+def _policy(draw: st.DrawFn, cid: str, journal: bool) -> dict[str, Any]:
+    # Every text carries "<cid>" so that no call's text is a substring of another's
+    # (but a whitespace-only context or an empty redaction, which carry nothing).
+    # A journal turn mostly mutates: its tamperings need entries.
+    pre = draw(st.sampled_from(("rewrite", "inject", "allow") if journal else PRE))
     entry: dict[str, Any] = {}
     if pre == "allow":
         if draw(st.booleans()):
@@ -89,21 +116,33 @@ def _policy(draw: st.DrawFn, cid: str) -> dict[str, Any]:
         entry["pre"] = {"approval": f"needs a human <{cid}>"}
         entry["approve"] = draw(st.booleans())
     elif pre == "rewrite":
-        entry["pre"] = {"rewrite": _args(cid, rewritten=True)}
+        entry["pre"] = {"rewrite": _args(cid, draw(st.sampled_from(SPELLING)), rewritten=True)}
     else:
-        entry["pre"] = {"inject": f"context <{cid}>"}
-    if draw(st.integers(0, 2)) == 0:
-        entry["redact"] = f"[redacted <{cid}>]"
+        context = draw(st.sampled_from((f"context <{cid}>", f"  context <{cid}>\n", " \t ")))
+        entry["pre"] = {"inject": context}
+    if draw(st.integers(0, 1 if journal else 2)) == 0:
+        redaction = draw(st.sampled_from(("text", "text", "json", "empty")))
+        entry["redact"] = (
+            f"[redacted <{cid}>]"
+            if redaction == "text"
+            else json.dumps({"redacted": f"<{cid}>", "by": "policy"})
+            if redaction == "json"
+            else ""
+        )
     return entry
 
 
 class _Sim:
     """Walks the turn the way the rules fix it, drawing each record and commit outcome."""
 
-    def __init__(self, draw: st.DrawFn, recorder: str, cancel: bool, approver: bool) -> None:
+    def __init__(
+        self, draw: st.DrawFn, recorder: str, shape: str, how: str, approver: bool
+    ) -> None:
         self.draw = draw
         self.recorder = recorder  # "none", "scripted", "default" or "journal"
-        self.cancel = cancel
+        self.shape = shape  # one of SHAPES
+        self.how = how  # for a cancellation: one of CANCEL_HOW
+        self.cancel = shape == "cancel_record"
         self.approver = approver  # False: no approver is wired
         self.record_script: list[dict[str, Any]] = []
         self.commit_script: list[dict[str, Any]] = []
@@ -123,13 +162,13 @@ class _Sim:
             self.rules.add("DR-JOURNAL-DURABLE")
             return None
         if self.cancel:
-            choice = "never"
+            choice = self.how
         else:
-            choices = RECORD + (("late",) if n == 0 and self.step == 0 else ())
-            choice = self.draw(st.sampled_from(choices))
+            late = n == 0 and self.step == 0 and self.shape == "plain"
+            choice = self.draw(st.sampled_from(RECORD + (("late",) if late else ())))
         behaviour = _behaviour(choice, "signer")
         self.record_script.append(behaviour)
-        if choice == "never":
+        if self.cancel:
             self.rules.add("DR-CANCEL")
             return "cancel"
         why = failed(behaviour)
@@ -186,22 +225,34 @@ class _Sim:
         entry["result"] = result
         return True
 
+    def _cancelled(self, calls: list[dict[str, Any]]) -> None:
+        self.turn = {"outcome": "cancelled"}
+        for other in calls:  # the cancelled step's messages are never seen
+            for key in ("result", "result_contains"):
+                self.calls.get(other["id"], {}).pop(key, None)
+
     def run(self, provider: list[dict[str, Any]], policy: dict[str, dict[str, Any]]) -> None:
         for self.step, step in enumerate(provider):
             self.provider_calls += 1
             calls = step.get("calls", [])
             for call in calls:
                 if not self.call(call, policy.get(call["id"], {})):
-                    self.turn = {"outcome": "cancelled"}
-                    for other in calls:  # the cancelled step's messages are never seen
-                        for key in ("result", "result_contains"):
-                            self.calls.get(other["id"], {}).pop(key, None)
+                    self._cancelled(calls)
                     return
             if self.recorder == "scripted":
                 self.rules.update(("DR-COMMIT-BARRIER", "DR-COMMIT-STEP"))
                 if not calls:
                     self.rules.add("DR-COMMIT-FINAL")
                 self.commits += 1
+                if self.shape in ("cancel_commit", "commit_late") and self.commits == 1:
+                    self.commit_script.append(_behaviour(self.how, "receipt store"))
+                    if self.shape == "commit_late":  # past its limit: a failed commit
+                        self.rules.update(("DR-COMMIT-FAIL", "DR-HANG"))
+                        self.turn = {"outcome": "error"}
+                        return
+                    self.rules.add("DR-CANCEL")
+                    self._cancelled(calls)
+                    return
                 choice = "ok" if self.cancel else self.draw(st.sampled_from(COMMIT))
                 behaviour = _behaviour(choice, "receipt store")
                 self.commit_script.append(behaviour)
@@ -215,69 +266,58 @@ class _Sim:
                 self.rules.add("DR-COMMIT-DEFAULT")
 
 
-@st.composite
-def _tampering(draw: st.DrawFn, entries: int) -> dict[str, Any]:
-    """One tampering of a journal of ``entries`` (at least one) entries."""
-    last = entries - 1
-    kind = draw(st.sampled_from([*(k for k in TAMPER if k != "swap" or entries > 1), *FORGERIES]))
-    entry = draw(st.integers(0, last))
-    if kind == "edit":
-        field = draw(st.sampled_from(("mutation.tool_name", "mutation.tool_call_id", "seq")))
-        return {kind: {"entry": entry, "field": field, "value": "edited"}}
-    if kind == "reencode":
-        style = draw(
-            st.sampled_from(
-                ("spaces", "reordered_keys", "escaped", "uppercase_sig", "uppercase_prev")
-            )
+def _first_tool(sim: _Sim, provider: list[dict[str, Any]]) -> str | None:
+    """The tool of the first call that runs: the one a gated tool holds."""
+    for step in provider:
+        for call in step.get("calls", []):
+            if sim.calls.get(call["id"], {}).get("ran"):
+                return str(call["tool"])
+    return None
+
+
+def _timing(given: dict[str, Any], sim: _Sim, shape: str, how: str) -> list[dict[str, Any]]:
+    """The time limits the turn needs and the steps that drive it, for its shape.
+
+    Nothing races a limit: what must run one out hangs or is deaf and released by
+    ``release_late``; a deaf participant released right after the cancellation has a
+    long limit, which never runs out.
+    """
+    if any(failed(b) in ("hang", "late") for b in sim.record_script):
+        given["record_time_limit"] = LIMIT
+    start: list[dict[str, Any]] = [{"start_turn": "t1"}]
+    end: list[dict[str, Any]] = [{"join": "t1"}]
+    if shape in ("cancel_record", "cancel_commit"):
+        kind, gate = ("record", "signing") if shape == "cancel_record" else ("commit", "receipt")
+        if how != "never":
+            given[f"{kind}_time_limit"] = LIMIT if how == "deaf_late" else LONG_LIMIT
+        release = (
+            [] if how == "never" else [{"release_late" if how == "deaf_late" else "release": gate}]
         )
-        return {kind: {"entry": entry, "style": style}}
-    if kind == "forge":
-        signature = draw(st.sampled_from(("valid", "no_domain", "other_domain", "other_key")))
-        return {kind: {"entry": entry, "signature": signature, "rechain": draw(st.booleans())}}
-    if kind == "splice":
-        return {kind: {"entry": entry, "from_entry": draw(st.integers(0, last))}}
-    if kind == "append":
-        return {kind: {}}
-    if kind == "flip_byte":  # the default mask 0x01 never turns a byte into an equivalent one
-        return {kind: {"entry": draw(st.integers(0, last)), "offset": draw(st.integers(0, 300))}}
-    if kind == "swap":
-        first = draw(st.integers(0, last - 1))
-        return {kind: [first, draw(st.integers(first + 1, last))]}
-    if kind == "truncate_bytes":
-        return {kind: draw(st.integers(1, MAX_CUT))}
-    return {kind: draw(st.integers(0, last))}
-
-
-@st.composite
-def _journal_checks(
-    draw: st.DrawFn, entries: int
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """The verification steps after the turn, and what each one must report."""
-    when: list[dict[str, Any]] = []
-    then: list[dict[str, Any]] = []
-    mode = draw(st.sampled_from(("verify", "tamper", "verify+tamper"))) if entries else "verify"
-    if mode != "tamper":
-        when.append({"verify_journal": {"anchored": True} if draw(st.booleans()) else {}})
-        then.append({"ok": True, "entries": entries, "bad_index": None})
-    if mode != "verify":
-        op = draw(_tampering(entries))
-        # Only the anchor (the number of OK'd records) reveals a whole last entry deleted.
-        anchored = op.get("delete") == entries - 1 or draw(st.booleans())
-        when.append({"tamper_journal": op})
-        when.append({"verify_journal": {"anchored": True} if anchored else {}})
-        want: dict[str, Any] = {}
-        if next(iter(op)) in TAMPER:
-            want = {"ok": False, "bad_index": tamper_index(op, entries)}
-        if "truncate_bytes" in op:
-            # Cutting only the newline leaves a whole entry: damage, not a torn tail.
-            want.update(torn_tail=op["truncate_bytes"] > 1, entries=entries - 1)
-        then.append(want)
-    return when, then
+        return [*start, {f"wait_{kind}": {"count": 1}}, {"cancel": "t1"}, *release, *end]
+    if shape == "commit_late":
+        given["commit_time_limit"] = LIMIT
+        return [*start, {"release_late": "receipt"}, *end]
+    tool = _first_tool(sim, given["provider"]) if shape == "slow_tool" else None
+    if tool is not None:
+        sim.rules.add("DR-HANG")
+        given["tools"] = {tool: {"gate": "disk"}}
+        given["record_time_limit"] = LIMIT
+        return [*start, {"wait_tool": {"count": 1}}, {"release_late": "disk"}, *end]
+    if any(b.get("late") for b in sim.record_script):
+        return [*start, {"release_late": "slow"}, *end]
+    return [{"turn": "t1"}]
 
 
 @st.composite
 def dr_scenarios(draw: st.DrawFn) -> dict[str, Any]:
     """One scenario document (without ``id``), valid against the scenario schema."""
+    if draw(st.integers(0, 3)) == 3:  # one in four; shrinks towards the scripted kinds
+        recorder_kind = "journal"
+    else:
+        recorder_kind = draw(
+            st.sampled_from(("scripted", "scripted", "scripted", "default", "none"))
+        )
+    plan = draw(journal_plans) if recorder_kind == "journal" else None
     provider: list[dict[str, Any]] = []
     policy: dict[str, dict[str, Any]] = {}
     count = 0
@@ -286,24 +326,24 @@ def dr_scenarios(draw: st.DrawFn) -> dict[str, Any]:
         for _ in range(draw(st.integers(1, 3))):
             count += 1
             cid = f"c{count}"
-            calls.append({"id": cid, "tool": draw(st.sampled_from(TOOLS)), "args": _args(cid)})
-            entry = draw(_policy(cid))
+            args = _args(cid, draw(st.sampled_from(SPELLING)))
+            calls.append({"id": cid, "tool": draw(st.sampled_from(TOOLS)), "args": args})
+            entry = draw(_policy(cid, recorder_kind == "journal"))
             if entry:
                 policy[cid] = entry
         provider.append({"calls": calls})
     provider.append({"final": "done"})
-    if draw(st.integers(0, 4)) == 4:  # one in five; shrinks towards the scripted kinds
-        recorder_kind = "journal"
-    else:
-        recorder_kind = draw(
-            st.sampled_from(("scripted", "scripted", "scripted", "default", "none"))
-        )
-    cancel = recorder_kind == "scripted" and draw(st.integers(0, 5)) == 0
+    shape = "plain"
+    if recorder_kind == "scripted":
+        shape = draw(st.sampled_from(SHAPES))
+    elif recorder_kind == "default":
+        shape = draw(st.sampled_from(("plain", "slow_tool")))
+    how = {"commit_late": "deaf_late"}.get(shape) or draw(st.sampled_from(CANCEL_HOW))
     approver = draw(st.integers(0, 4)) != 0  # one turn in five has no approver wired
-    sim = _Sim(draw, recorder_kind, cancel, approver)
+    sim = _Sim(draw, recorder_kind, shape, how, approver)
     sim.run(provider, policy)
-    if cancel and sim.turn["outcome"] != "cancelled":
-        cancel = False  # no record to cancel during: an ordinary turn
+    if shape == "cancel_record" and sim.turn["outcome"] != "cancelled":
+        shape = "plain"  # no record to cancel during: an ordinary turn
     given: dict[str, Any] = {"provider": provider}
     if not approver:
         given["approver"] = False
@@ -321,24 +361,15 @@ def dr_scenarios(draw: st.DrawFn) -> dict[str, Any]:
         if recorder_kind == "default":
             recorder["commit_default"] = True
         elif sim.commit_script:
+            if sim.commit_script[-1].get("late"):
+                sim.commit_script.append({"ok": True})
             recorder["commit"] = sim.commit_script
     given["recorder"] = recorder
-    if any(failed(b) in ("hang", "late") for b in sim.record_script):
-        given["record_time_limit"] = LIMIT
-    if cancel:
-        when: list[dict[str, Any]] = [
-            {"start_turn": "t1"},
-            {"wait_record": {"count": 1}},
-            {"cancel": "t1"},
-            {"join": "t1"},
-        ]
-    elif any(b.get("late") for b in sim.record_script):
-        when = [{"start_turn": "t1"}, {"release_late": "slow"}, {"join": "t1"}]
-    else:
-        when = [{"turn": "t1"}]
+    when = _timing(given, sim, shape, how)
     journal: list[dict[str, Any]] = []
     if recorder_kind == "journal":
-        checks, journal = draw(_journal_checks(len(sim.records)))
+        assert plan is not None
+        checks, journal = journal_checks(plan, len(sim.records))
         when += checks
         sim.rules.add("DR-JOURNAL-VERIFY")
     all_ids = [c["id"] for s in provider for c in s.get("calls", [])]

@@ -11,6 +11,7 @@ import re
 from pathlib import Path
 
 from seamspec.conformance import catalogue, load_scenarios
+from seamspec.conformance._contracts.dispatch_recorder.mutants import MUTANTS
 
 PAGE = Path(__file__).parents[1] / "docs" / "contracts" / "dispatch-recorder.md"
 CONTRACT = "dispatch-recorder"
@@ -68,3 +69,22 @@ def test_every_cited_seed_line_exists() -> None:
         for first, last in re.findall(r"l\.(\d+)(?:-(\d+))?", rule.citation):
             for number in (first, last or first):
                 assert 1 <= int(number) <= SEED_LINES, f"{rule.id} cites l.{number}"
+
+
+def test_outsider_table_names_real_mutants_and_catching_scenarios() -> None:
+    """Each row of "Outsider mutants" names a real outsider mutant, its rule, and scenarios
+    that cite that rule."""
+    scenarios = {s.id: s for s in load_scenarios() if s.contract == CONTRACT}
+    section = _section("Outsider mutants")
+    rows = [line for line in section.splitlines() if line.startswith("| `out-dr-")]
+    assert rows, "the outsider table is empty"
+    for line in rows:
+        cells = line.strip().strip("|").split("|")
+        name = cells[0].strip().strip("`")
+        mutant = MUTANTS[name]
+        assert mutant.origin.startswith("outsider"), name
+        assert cells[1].strip() == mutant.rule, f"{name}: the table says {cells[1].strip()}"
+        named = re.findall(r"`([a-z0-9-]+)`", cells[-1])
+        assert named, f"{name}: no scenario named"
+        for short in named:
+            assert mutant.rule in scenarios[f"dr-{short}"].rules, f"{name}: dr-{short}"

@@ -24,7 +24,8 @@ import pytest
 from seamspec.conformance import Runner, ScenarioResult, catalogue, load_adapter, load_scenarios
 from seamspec.conformance._contracts.dispatch_recorder.mutants import MUTANTS, mutant_adapter
 from seamspec.conformance._contracts.dispatch_recorder.outsiders import base as outsider_base
-from seamspec.conformance._contracts.dispatch_recorder.outsiders import batch1
+from seamspec.conformance._contracts.dispatch_recorder.outsiders import base3 as outsider_base3
+from seamspec.conformance._contracts.dispatch_recorder.outsiders import batch1, batch3
 from seamspec.conformance._core.runner import Finding
 from seamspec.conformance._implementations import reference_adapter
 from seamspec.conformance._quality.mutants import all_mutants
@@ -47,6 +48,7 @@ def _all_results(backend: str) -> dict[str, list[ScenarioResult]]:
     runners = {
         "reference": Runner(reference_adapter(backend), timeout=30.0, profile="strict"),
         "outsider-base-1": Runner(outsider_base.build(backend), timeout=30.0, profile="strict"),
+        "outsider-base-3": Runner(outsider_base3.build(backend), timeout=30.0, profile="strict"),
     }
     runners.update(
         {
@@ -78,7 +80,7 @@ def _kills(name: str, backend: str) -> list[ScenarioResult]:
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-@pytest.mark.parametrize("control", ["reference", "outsider-base-1"])
+@pytest.mark.parametrize("control", ["reference", "outsider-base-1", "outsider-base-3"])
 def test_controls_pass_every_dr_scenario(control: str, backend: str) -> None:
     results = _all_results(backend)[control]
     assert len(results) >= 30, "the DR suite must have at least 30 scenarios"
@@ -129,4 +131,17 @@ def test_outsider_batch_is_registered_whole() -> None:
     assert set(batch1.RELABELLED) <= set(batch1.MUTANTS)
     assert load_adapter("mutant:out-dr-no-cancel-check").info().details["origin"] == (
         "outsider batch 1"
+    )
+
+
+def test_outsider_batch_3_is_registered_whole() -> None:
+    """Every variant of batch 3 but the pending ones is a mutant, and the file is the one hashed."""
+    assert set(batch3.MUTANTS) == set(batch3.VARIANTS) - set(batch3.PENDING)
+    for name, variant in batch3.MUTANTS.items():
+        mutant = MUTANTS[f"out-dr-{name.replace('_', '-')}"]
+        assert (mutant.rule, mutant.statement) == (variant.rule, variant.statement)
+        assert mutant.origin == "outsider batch 3"
+    assert len(batch3.VARIANTS) == 6
+    assert load_adapter("mutant:out-dr-approval-remembered-per-tool").info().details["origin"] == (
+        "outsider batch 3"
     )

@@ -193,3 +193,27 @@ def test_the_linter_checks_names_in_order_and_commits() -> None:
     assert "'nope' is not a gate" in found
     assert "'c7' is not a proposed call id" in found
     assert "`release_late` waits for `record_time_limit`: give one" in found
+
+
+def test_a_context_is_judged_by_its_place_in_the_commit() -> None:
+    """A context right before its own call's result is in place; before another call's
+    result, or as the commit's last message, it is not (DR-COMMIT-STEP)."""
+    from seamspec.conformance._contracts.dispatch_recorder.oracle_turn import (
+        _misplaced_context,
+    )
+
+    def m(role: str, call: str | None = None) -> dict[str, str | None]:
+        return {"role": role, "tool_call_id": call, "content": ""}
+
+    assert (
+        _misplaced_context([m("assistant"), m("tool", "c1"), m("context", "c2"), m("tool", "c2")])
+        is None
+    )
+    hoisted = _misplaced_context(
+        [m("assistant"), m("context", "c2"), m("tool", "c1"), m("tool", "c2")]
+    )
+    assert hoisted is not None
+    assert "followed by tool:c1" in hoisted
+    last = _misplaced_context([m("assistant"), m("context", "c1")])
+    assert last is not None
+    assert "last message" in last

@@ -83,6 +83,11 @@ def _reencode(entry: dict[str, Any], style: str) -> bytes:
         text = json.dumps(entry, sort_keys=True, ensure_ascii=False)
     elif style == "reordered_keys":
         text = json.dumps(dict(reversed(sorted(entry.items()))), separators=(",", ":"))
+    elif style in ("uppercase_sig", "uppercase_prev"):
+        # the same hex digits with their letters in upper case: the same bytes to a
+        # decoder that ignores case (bytes.fromhex), other bytes in the file
+        field = style.removeprefix("uppercase_")
+        text = canonical({**entry, field: str(entry[field]).upper()}).decode("utf-8")
     else:  # "escaped": the tool call id spelt with \\u escapes
         ident = str(entry["mutation"].get("tool_call_id", ""))
         escaped = '"' + "".join(f"\\u{ord(c):04x}" for c in ident) + '"'

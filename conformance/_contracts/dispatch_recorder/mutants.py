@@ -29,7 +29,7 @@ from seamspec.conformance._contracts.dispatch_recorder.driver import (
     DispatchRecorderDriver,
     DispatchRecorderImplementation,
 )
-from seamspec.conformance._contracts.dispatch_recorder.outsiders import batch1
+from seamspec.conformance._contracts.dispatch_recorder.outsiders import batch1, batch3
 from seamspec.conformance._contracts.dispatch_recorder.reference_adapter import ReferenceDispatch
 from seamspec.conformance._core.python_adapter import PythonAdapter
 from seamspec.reference import (
@@ -562,6 +562,15 @@ _OUTSIDERS = tuple(
         outsider=functools.partial(batch1.implementation, name),
     )
     for name, variant in batch1.MUTANTS.items()
+) + tuple(
+    DrMutant(
+        f"out-dr-{name.replace('_', '-')}",
+        variant.rule,
+        variant.statement,
+        origin="outsider batch 3",
+        outsider=functools.partial(batch3.implementation, name),
+    )
+    for name, variant in batch3.MUTANTS.items()
 )
 
 #: Every DR mutant by name: the kit's own, then each outsider batch.

@@ -81,7 +81,7 @@ def _snapshot(ev: Evidence, step: int) -> list[dict[str, Any]] | None:
 
 
 def _check_contents(ev: Evidence) -> None:
-    """DR-COMMIT-STEP: each commit holds its step's messages; DR-COMMIT-FINAL."""
+    """DR-COMMIT-STEP: each commit holds its step's messages; DR-CONTEXT-PLACE; DR-COMMIT-FINAL."""
     provider = ev.all("provider_call")
     committed: dict[int, int] = {}
     for i in ev.all("commit_enter"):
@@ -92,6 +92,13 @@ def _check_contents(ev: Evidence) -> None:
         committed[step] = committed.get(step, 0) + 1
         if committed[step] == 2:
             ev.flag("DR-COMMIT-STEP", f"step {step} was committed more than once")
+        misplaced = _misplaced_context(list(ev.events[i].get("messages") or []))
+        if misplaced:
+            ev.flag(
+                "DR-CONTEXT-PLACE",
+                f"commit {ev.events[i].get('n')} (step {step}): {misplaced}; each call's "
+                "context goes just before its own result",
+            )
         before, after = _snapshot(ev, step), _snapshot(ev, step + 1)
         if before is None or after is None or after[: len(before)] != before:
             continue  # the turn stopped, or its transcript was rewritten: nothing to compare
@@ -106,6 +113,33 @@ def _check_contents(ev: Evidence) -> None:
     final = [i for i in ev.all("commit_exit", outcome="ok") if last >= 0 and i > provider[last]]
     if ev.completed and ev.cancel_i is None and last >= 0 and not final:
         ev.flag("DR-COMMIT-FINAL", f"the final step ({last}) was never committed")
+
+
+def _misplaced_context(messages: list[dict[str, Any]]) -> str | None:
+    """Why a ``context`` message is not followed by its own call's result, if one is not.
+
+    The commit is compared with the transcript too, but an implementation that puts the
+    contexts in the wrong place does so in both; so the place is checked on its own: a
+    context message is followed by its call's ``tool`` message (or another context of the
+    same call), never by another call's result or by nothing (DR-CONTEXT-PLACE, seamspec's
+    decision: upstream's DR-COMMIT-STEP asks only that the commit match the transcript).
+    """
+    for j, message in enumerate(messages):
+        if message.get("role") != "context":
+            continue
+        call = message.get("tool_call_id")
+        following = messages[j + 1] if j + 1 < len(messages) else None
+        if following is None:
+            return f"the context of {call} is the commit's last message, with no result after it"
+        if following.get("tool_call_id") != call or following.get("role") not in (
+            "tool",
+            "context",
+        ):
+            return (
+                f"the context of {call} is followed by {_roles([following])[0]}, not by "
+                f"{call}'s result"
+            )
+    return None
 
 
 def _roles(messages: list[dict[str, Any]]) -> list[str]:

@@ -85,7 +85,9 @@ def _tampering(draw: JournalPlan, entries: int) -> dict[str, Any]:
         value = _same_value(entry) if same else "edited"
         return {kind: {"entry": entry, "field": field, "value": value}}
     if kind == "reencode":
-        style = draw.sampled_from(("escaped", "spaces", "reordered_keys"))
+        style = draw.sampled_from(
+            ("escaped", "spaces", "reordered_keys", "uppercase_sig", "uppercase_prev")
+        )
         return {kind: {"entry": entry, "style": style}}
     if kind == "forge":
         # A valid re-signed and re-chained journal is the only one that verifies with

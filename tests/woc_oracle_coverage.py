@@ -13,11 +13,11 @@ contract page lists what is left uncovered on purpose ("Oracle coverage").
 
 from __future__ import annotations
 
-import argparse
-import importlib
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+
+from tests._oracle_coverage import measure
 
 ROOM = Path(__file__).parents[1] / "conformance" / "_contracts" / "write_observer_chain"
 #: The oracle and what it judges with: the files whose every finding must be reachable.
@@ -25,31 +25,15 @@ MEASURED = ("oracle.py", "oracle_seam.py", "oracle_trace.py", "joins.py", "sandb
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("-j", "--jobs", type=int, default=8)
-    parser.add_argument("names", nargs="*", help="only these implementations (default: all)")
-    args = parser.parse_args(argv)
-    try:  # not a dependency of the kit: only this measurement needs it
-        coverage = importlib.import_module("coverage")
-    except ModuleNotFoundError:
-        print("this needs coverage.py: pip install coverage", file=sys.stderr)
-        return 2
-    cov = coverage.Coverage(
-        data_file=None,  # in memory: nothing written to the work tree
-        branch=True,
-        include=[str(ROOM / name) for name in MEASURED]
-        + [f"*/write_observer_chain/{name}" for name in MEASURED],
+    return measure(
+        argv,
+        description=__doc__.split("\n\n")[0],
+        room=ROOM,
+        measured=MEASURED,
+        label="WOC",
+        run_everything=_run_everything,
+        jobs=8,
     )
-    cov.start()
-    try:
-        failed = _run_everything(args.jobs, args.names)
-    finally:
-        cov.stop()
-    total: float = cov.report(show_missing=True, skip_covered=False)
-    print(f"branch coverage of the WOC oracle: {total:.1f}%")
-    for name, error in failed:
-        print(f"could not run {name}: {error}")
-    return 1 if failed else 0
 
 
 def _run_everything(jobs: int, only: list[str]) -> list[tuple[str, str]]:

@@ -104,6 +104,7 @@ class _ObserverBase:
 
     async def _traced(self, hook: str, path: Path) -> str | None:
         call = _CURRENT_CALL.get()
+        began = time.monotonic()
         self._tracer.emit(
             "hook_enter",
             call=call,
@@ -116,7 +117,12 @@ class _ObserverBase:
             value = await self._perform(hook, path)
         except anyio.get_cancelled_exc_class():
             self._tracer.emit(
-                "hook_exit", call=call, observer=self.name, hook=hook, outcome="cancelled"
+                "hook_exit",
+                call=call,
+                observer=self.name,
+                hook=hook,
+                outcome="cancelled",
+                elapsed=_since(began),
             )
             raise
         except Exception as error:

@@ -16,6 +16,7 @@ __all__ = [
     "behaviour_for",
     "flatten",
     "is_limited",
+    "leaf_limits",
     "lint",
     "observer_entries",
     "step_bounds",
@@ -62,6 +63,27 @@ def is_limited(given: dict[str, Any]) -> bool:
     return "hook_time_limit" in given or any(
         "hook_time_limit" in e for e in observer_entries(given["observers"])
     )
+
+
+def leaf_limits(given: dict[str, Any]) -> dict[str, float | None]:
+    """The per-hook time limit each leaf observer runs under (WOC-SLOW).
+
+    A nested chain's own ``hook_time_limit`` applies to its observers, longer or shorter
+    than the one it is nested under; without one, it passes on the limit it runs under.
+    """
+    limits: dict[str, float | None] = {}
+
+    def walk(entries: list[dict[str, Any]], limit: float | None) -> None:
+        for entry in entries:
+            if "chain" in entry:
+                own = entry.get("hook_time_limit")
+                walk(entry["chain"], float(own) if own is not None else limit)
+            else:
+                limits[str(entry["name"])] = limit
+
+    top = given.get("hook_time_limit")
+    walk(given["observers"], float(top) if top is not None else None)
+    return limits
 
 
 def step_bounds(when: list[dict[str, Any]]) -> dict[str, float]:

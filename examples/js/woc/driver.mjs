@@ -125,6 +125,7 @@ class ScriptedObserver {
   async #traced(hook, file, signal) {
     const call = currentCall.getStore() ?? "?";
     const { run } = this;
+    const began = performance.now();
     run.emit("hook_enter", {
       call,
       observer: this.name,
@@ -137,7 +138,7 @@ class ScriptedObserver {
       value = await this.#perform(hook, signal);
     } catch (error) {
       if (signal.aborted) {
-        run.emit("hook_exit", { call, observer: this.name, hook, outcome: "cancelled" });
+        run.emit("hook_exit", { call, observer: this.name, hook, outcome: "cancelled", elapsed: seconds(began) });
       } else {
         run.emit("hook_exit", { call, observer: this.name, hook, outcome: "raised", error: describe(error) });
       }

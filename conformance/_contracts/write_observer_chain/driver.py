@@ -456,6 +456,8 @@ class _Run:
             self.scopes[body].cancel()
         elif verb == "join":
             await self.done[body].wait()
+        elif verb in TOOL_VERBS and body.get("background"):
+            await group.start(self._background_tool, verb, body, tools)
         elif verb in TOOL_VERBS:
             await self._tool(verb, body, tools)
         elif verb == "restore":
@@ -465,6 +467,37 @@ class _Run:
             )
         elif verb == "new_turn":
             self.named[body].inner.new_turn()
+
+    async def _background_tool(
+        self,
+        verb: str,
+        body: dict[str, Any],
+        tools: WriteToolsLike,
+        task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """A tool step with ``background: true``: its caller may be cancelled (WOC-CANCEL)."""
+        ident = body["id"]
+        done = self.done.setdefault(ident, anyio.Event())
+        began = time.monotonic()
+        try:
+            with anyio.CancelScope() as scope:
+                self.scopes[ident] = scope
+                task_status.started()
+                try:
+                    await self._tool(verb, body, tools)
+                except anyio.get_cancelled_exc_class():
+                    if ident in self.cancelled:
+                        self.tracer.emit(
+                            "tool_cancelled",
+                            call=ident,
+                            tool=verb,
+                            path=body["path"],
+                            content_after=read_text(self.root, body["path"]),
+                            elapsed=_since(began),
+                        )
+                    raise
+        finally:
+            done.set()
 
     async def _tool(self, verb: str, body: dict[str, Any], tools: WriteToolsLike) -> None:
         ident, path = body["id"], body["path"]
@@ -491,7 +524,7 @@ class _Run:
             with anyio.move_on_after(CALL_LIMIT if limited else WAIT_LIMIT) as waited:
                 result = await getattr(tools, verb)(path, *args)
         except anyio.get_cancelled_exc_class():
-            if waited.cancel_called:
+            if waited.cancel_called or ident in self.cancelled:
                 raise
             # Nobody cancelled the tool: it raised a cancellation of its own (a finding).
             self.tracer.emit(

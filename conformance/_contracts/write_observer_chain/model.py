@@ -159,10 +159,15 @@ def lint(data: dict[str, Any]) -> list[tuple[tuple[str | int, ...], str]]:
             if ident in calls or ident in tools:
                 problems.append((at, f"step id {ident!r} is used twice"))
             (tools if verb in TOOL_VERBS else calls).add(ident)
-            if verb == "start":
+            if verb == "start" or body.get("background"):
                 started.add(ident)
         elif verb in ("cancel", "join") and body not in started:
-            problems.append((at, f"{verb} names {body!r}, which no earlier `start` step started"))
+            problems.append(
+                (
+                    at,
+                    f"{verb} names {body!r}, which no earlier `start` or `background` step started",
+                )
+            )
         elif verb == "release" and body not in gates:
             problems.append((at, f"gate {body!r} is not used by any observer behaviour"))
         elif verb == "wait_entered" and body["observer"] not in names:
@@ -192,6 +197,14 @@ def lint(data: dict[str, Any]) -> list[tuple[tuple[str | int, ...], str]]:
         if key not in tools:
             problems.append(
                 (("then", "tools", key), f"{key!r} is not the id of a write, edit or delete step")
+            )
+        elif want.get("cancelled") and (len(want) > 1 or key not in cancelled):
+            problems.append(
+                (
+                    ("then", "tools", key),
+                    "`cancelled` says the tool returned no result: it needs a `cancel` of this "
+                    "step and no other expectation",
+                )
             )
     for key in then.get("warnings", {}):
         if key not in names:

@@ -170,6 +170,7 @@ class _Oracle(SeamChecks):
             rule = "WOC-CANCEL" if call in self.t.cancels else "WOC-SLOW-BOUNDED"
             found = self.t.ends.get(call)
             end = found[1] if found else self.t.tool_results.get(call)
+            end = end if end is not None else self.t.tool_cancels.get(call)
             if end is None:
                 continue  # no end at all: the kit timed it out, judged elsewhere
             elapsed = end.get("elapsed")

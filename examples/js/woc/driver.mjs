@@ -318,6 +318,11 @@ class Run {
       this.controllers.get(body).abort(new Cancelled("cancelled by the caller"));
     } else if (verb === "join") {
       await this.done.get(body);
+    } else if (TOOL_VERBS.includes(verb) && body.background) {
+      // Like `start`: a later `cancel` aborts its controller, `join` waits for it.
+      const controller = new AbortController();
+      this.controllers.set(body.id, controller);
+      this.done.set(body.id, this.tool(verb, body, tools, controller));
     } else if (TOOL_VERBS.includes(verb)) {
       await this.tool(verb, body, tools);
     } else {
@@ -325,13 +330,12 @@ class Run {
     }
   }
 
-  async tool(verb, body, tools) {
+  async tool(verb, body, tools, controller = new AbortController()) {
     const { id: ident, path: rel } = body;
     this.emit("tool_start", { call: ident, tool: verb, path: rel, content_before: readText(this.root, rel) });
     const args = verb === "write" ? [body.content] : verb === "edit" ? [body.old, body.new] : [];
     const limited =
       "hook_time_limit" in this.given || [...observerEntries(this.given.observers)].some((e) => "hook_time_limit" in e);
-    const controller = new AbortController();
     const began = performance.now();
     const pending = currentCall.run(ident, () => tools[verb](rel, ...args, { signal: controller.signal }));
     const settled = pending.then(
@@ -349,6 +353,10 @@ class Run {
       throw new DriverError(`the ${verb} tool (${ident}) did not return within ${WAIT_LIMIT} s`, this.tail());
     }
     const after = () => readText(this.root, rel);
+    if (outcome.error !== undefined && this.cancelled.has(ident) && controller.signal.aborted) {
+      this.emit("tool_cancelled", { call: ident, tool: verb, path: rel, content_after: after(), elapsed });
+      return;
+    }
     if (outcome.error !== undefined) {
       this.emit("tool_result", {
         call: ident, tool: verb, path: rel, ok: false, raised: describe(outcome.error),

@@ -164,10 +164,16 @@ class ScriptedObserver(_ObserverBase):
         self._calls[hook] += 1
         # A real await, so that a chain that runs observers concurrently shows it.
         await anyio.lowlevel.checkpoint()
-        if "gate" in behaviour:
-            await self._gates[behaviour["gate"]].wait()
-        if behaviour.get("hang"):
-            await anyio.sleep_forever()
+        try:
+            if "gate" in behaviour:
+                await self._gates[behaviour["gate"]].wait()
+            if behaviour.get("hang"):
+                await anyio.sleep_forever()
+        except anyio.get_cancelled_exc_class():
+            if "unwind" in behaviour:  # slow to unwind: the chain must wait for it
+                with anyio.CancelScope(shield=True):
+                    await self._gates[behaviour["unwind"]].wait()
+            raise
         if "raise" in behaviour:
             raise ScriptedFailure(behaviour["raise"])
         value = behaviour.get("return")
@@ -316,8 +322,9 @@ class _Run:
                 for hook in ("before_write", "after_write"):
                     script = entry.get(hook, [])
                     for behaviour in script if isinstance(script, list) else [script]:
-                        if "gate" in behaviour:
-                            self.gates.setdefault(behaviour["gate"], anyio.Event())
+                        for key in ("gate", "unwind"):
+                            if key in behaviour:
+                                self.gates.setdefault(behaviour[key], anyio.Event())
                 observer = ScriptedObserver(entry, self.tracer, self.root, self.gates)
             self.named[name] = observer
             built.append(observer)

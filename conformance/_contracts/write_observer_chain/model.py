@@ -136,8 +136,7 @@ def lint(data: dict[str, Any]) -> list[tuple[tuple[str | int, ...], str]]:
         for hook in HOOKS:
             script = entry.get(hook, [])
             for b in script if isinstance(script, list) else [script]:
-                if "gate" in b:
-                    gates.add(b["gate"])
+                gates.update(b[key] for key in ("gate", "unwind") if key in b)
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:
         problems.append(

@@ -151,9 +151,15 @@ class ScriptedObserver {
   async #perform(hook, signal) {
     const behaviour = behaviourFor(this.entry, hook, this.calls[hook]++);
     await turn(); // a real suspension, so a chain that runs observers concurrently shows it
-    if (signal.aborted) throw signal.reason;
-    if ("gate" in behaviour) await Promise.race([this.run.gate(behaviour.gate).opened, whenAborted(signal)]);
-    if (behaviour.hang) await whenAborted(signal);
+    try {
+      if (signal.aborted) throw signal.reason;
+      if ("gate" in behaviour) await Promise.race([this.run.gate(behaviour.gate).opened, whenAborted(signal)]);
+      if (behaviour.hang) await whenAborted(signal);
+    } catch (error) {
+      // slow to unwind: the chain must wait until this gate opens
+      if (signal.aborted && "unwind" in behaviour) await this.run.gate(behaviour.unwind).opened;
+      throw error;
+    }
     if ("raise" in behaviour) throw new ScriptedFailure(behaviour.raise);
     return hook === "after_write" && behaviour.return !== undefined ? behaviour.return : null;
   }

@@ -11,9 +11,13 @@ plausible reading of each one-liner. So they are **not first-try evidence**: the
 that the suite now catches these bugs as the kit's authors read them, not that it would
 have caught the outsider's own code, and no first-try count may be drawn from them.
 
-What each one-liner was read as, and whether it names a real bug under upstream's
-contract, is in ``docs/contracts/write-observer-chain.md`` ("Outsider mutants", batch 3);
-labels changed in triage are in ``RELABELLED``.
+Each re-creation was run against the suite as it stood (102 scenarios) before anything
+was added for it, and the reading kept is one that survived: for ``detached_timeout`` the
+first reading tried (a hook left running on a shielded task) was already caught, so the
+one kept is a chain that waits only a short grace for a cut-off hook to unwind. What each
+one-liner was read as, and whether it names a real bug under upstream's contract, is in
+``docs/contracts/write-observer-chain.md`` ("Outsider mutants", batch 3); labels changed
+in triage would be in ``RELABELLED`` (none was).
 """
 
 from __future__ import annotations

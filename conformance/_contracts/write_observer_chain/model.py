@@ -96,6 +96,16 @@ def step_bounds(when: list[dict[str, Any]]) -> dict[str, float]:
     return bounds
 
 
+def _hook_calls_before(steps: list[dict[str, Any]], hook: str) -> int:
+    """The most times these steps can enter one observer's ``hook``: once per call of it."""
+    return sum(
+        1
+        for step in steps
+        if step_verb(step) in TOOL_VERBS
+        or (step_verb(step) in ("call", "start") and step[step_verb(step)]["hook"] == hook)
+    )
+
+
 def _lint_links(given: dict[str, Any]) -> list[tuple[tuple[str | int, ...], str]]:
     """Links are made after ``files``, each in a real folder; none may hide a file."""
     problems: list[tuple[tuple[str | int, ...], str]] = []
@@ -171,6 +181,18 @@ def lint(data: dict[str, Any]) -> list[tuple[tuple[str | int, ...], str]]:
             problems.append((at, f"gate {body!r} is not used by any observer behaviour"))
         elif verb == "wait_entered" and body["observer"] not in names:
             problems.append((at, f"unknown observer {body['observer']!r}"))
+        elif verb == "wait_entered" and int(body.get("count", 1)) > _hook_calls_before(
+            when[:index], body["hook"]
+        ):
+            problems.append(
+                (
+                    at,
+                    f"waits for {body['observer']}.{body['hook']} to be entered "
+                    f"{body.get('count', 1)} time(s), but the earlier steps call that hook at "
+                    f"most {_hook_calls_before(when[:index], body['hook'])} time(s): a "
+                    "conforming implementation could never get there",
+                )
+            )
         elif verb in ("restore", "new_turn") and body not in checkpoints:
             problems.append((at, f"{body!r} is not a checkpoint observer (builtin: checkpoint)"))
     for index, item in enumerate(then.get("calls", [])):

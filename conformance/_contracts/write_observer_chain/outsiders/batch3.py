@@ -98,15 +98,18 @@ class ShieldedTools(WriteTools):
 
     async def write(self, path: str, content: str) -> ToolResult:
         with anyio.CancelScope(shield=True):  # BUG: the caller's cancellation waits for all
-            return await super().write(path, content)
+            result = await super().write(path, content)
+        return result
 
     async def edit(self, path: str, old: str, new: str) -> ToolResult:
         with anyio.CancelScope(shield=True):
-            return await super().edit(path, old, new)
+            result = await super().edit(path, old, new)
+        return result
 
     async def delete(self, path: str) -> ToolResult:
         with anyio.CancelScope(shield=True):
-            return await super().delete(path)
+            result = await super().delete(path)
+        return result
 
 
 # 4. lexical_dotdot: WOC-SEAM-DENIED ------------------------------------------------------

@@ -132,8 +132,9 @@ class SeamChecks(OracleBase):
         """A tool whose caller was cancelled: the cancellation propagates out of it at once.
 
         The tool's hooks get the caller's cancellation like a direct call's (WOC-CANCEL):
-        no hook starts after it, and the tool returns no result. Returns whether the call
-        was judged here (it was cancelled before it ended).
+        the hooks entered before it ran in order, none starts after it, and the tool
+        returns no result. Returns whether the call was judged here (it was cancelled
+        before it ended).
         """
         cancel_i = self.t.cancels[call]
         ended = next(
@@ -146,16 +147,9 @@ class SeamChecks(OracleBase):
         )
         if ended is not None and ended < cancel_i:
             return False  # it had ended before the cancel: judged as any tool call
-        late = [
-            f"{e.get('observer')}.{e.get('hook')}"
-            for i, e in self.t.enters.get(call, [])
-            if i > cancel_i
-        ]
-        if late:
-            self.flag(
-                "WOC-CANCEL",
-                f"{call}: the {verb} tool's caller was cancelled, yet {late} started afterwards",
-            )
+        # Up to the cancel, the hooks ran as in any call; after it, none may start.
+        self.check_hook_run(call, "before_write", interrupted_at=cancel_i)
+        self.check_hook_run(call, "after_write", interrupted_at=cancel_i)
         if result is not None:
             self.flag(
                 "WOC-CANCEL",

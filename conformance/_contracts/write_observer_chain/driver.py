@@ -104,6 +104,7 @@ class _ObserverBase:
 
     async def _traced(self, hook: str, path: Path) -> str | None:
         call = _CURRENT_CALL.get()
+        began = time.monotonic()
         self._tracer.emit(
             "hook_enter",
             call=call,
@@ -116,7 +117,12 @@ class _ObserverBase:
             value = await self._perform(hook, path)
         except anyio.get_cancelled_exc_class():
             self._tracer.emit(
-                "hook_exit", call=call, observer=self.name, hook=hook, outcome="cancelled"
+                "hook_exit",
+                call=call,
+                observer=self.name,
+                hook=hook,
+                outcome="cancelled",
+                elapsed=_since(began),
             )
             raise
         except Exception as error:
@@ -158,10 +164,16 @@ class ScriptedObserver(_ObserverBase):
         self._calls[hook] += 1
         # A real await, so that a chain that runs observers concurrently shows it.
         await anyio.lowlevel.checkpoint()
-        if "gate" in behaviour:
-            await self._gates[behaviour["gate"]].wait()
-        if behaviour.get("hang"):
-            await anyio.sleep_forever()
+        try:
+            if "gate" in behaviour:
+                await self._gates[behaviour["gate"]].wait()
+            if behaviour.get("hang"):
+                await anyio.sleep_forever()
+        except anyio.get_cancelled_exc_class():
+            if "unwind" in behaviour:  # slow to unwind: the chain must wait for it
+                with anyio.CancelScope(shield=True):
+                    await self._gates[behaviour["unwind"]].wait()
+            raise
         if "raise" in behaviour:
             raise ScriptedFailure(behaviour["raise"])
         value = behaviour.get("return")
@@ -310,8 +322,9 @@ class _Run:
                 for hook in ("before_write", "after_write"):
                     script = entry.get(hook, [])
                     for behaviour in script if isinstance(script, list) else [script]:
-                        if "gate" in behaviour:
-                            self.gates.setdefault(behaviour["gate"], anyio.Event())
+                        for key in ("gate", "unwind"):
+                            if key in behaviour:
+                                self.gates.setdefault(behaviour[key], anyio.Event())
                 observer = ScriptedObserver(entry, self.tracer, self.root, self.gates)
             self.named[name] = observer
             built.append(observer)
@@ -450,6 +463,8 @@ class _Run:
             self.scopes[body].cancel()
         elif verb == "join":
             await self.done[body].wait()
+        elif verb in TOOL_VERBS and body.get("background"):
+            await group.start(self._background_tool, verb, body, tools)
         elif verb in TOOL_VERBS:
             await self._tool(verb, body, tools)
         elif verb == "restore":
@@ -459,6 +474,37 @@ class _Run:
             )
         elif verb == "new_turn":
             self.named[body].inner.new_turn()
+
+    async def _background_tool(
+        self,
+        verb: str,
+        body: dict[str, Any],
+        tools: WriteToolsLike,
+        task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """A tool step with ``background: true``: its caller may be cancelled (WOC-CANCEL)."""
+        ident = body["id"]
+        done = self.done.setdefault(ident, anyio.Event())
+        began = time.monotonic()
+        try:
+            with anyio.CancelScope() as scope:
+                self.scopes[ident] = scope
+                task_status.started()
+                try:
+                    await self._tool(verb, body, tools)
+                except anyio.get_cancelled_exc_class():
+                    if ident in self.cancelled:
+                        self.tracer.emit(
+                            "tool_cancelled",
+                            call=ident,
+                            tool=verb,
+                            path=body["path"],
+                            content_after=read_text(self.root, body["path"]),
+                            elapsed=_since(began),
+                        )
+                    raise
+        finally:
+            done.set()
 
     async def _tool(self, verb: str, body: dict[str, Any], tools: WriteToolsLike) -> None:
         ident, path = body["id"], body["path"]
@@ -485,7 +531,7 @@ class _Run:
             with anyio.move_on_after(CALL_LIMIT if limited else WAIT_LIMIT) as waited:
                 result = await getattr(tools, verb)(path, *args)
         except anyio.get_cancelled_exc_class():
-            if waited.cancel_called:
+            if waited.cancel_called or ident in self.cancelled:
                 raise
             # Nobody cancelled the tool: it raised a cancellation of its own (a finding).
             self.tracer.emit(

@@ -61,6 +61,13 @@ def check(
             )
     for call, want in then.get("tools", {}).items():
         result = _first(trace, type="tool_result", call=call)
+        if want.get("cancelled"):
+            if result is not None or _first(trace, type="tool_cancelled", call=call) is None:
+                shown = f"a result (ok={result.get('ok')})" if result else "no end"
+                out.append(
+                    ("", f"{call}: expected the cancellation to propagate, observed {shown}")
+                )
+            continue
         if result is None:
             out.append(("", f"{call}: no tool result"))
             continue

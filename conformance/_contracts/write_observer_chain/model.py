@@ -16,6 +16,7 @@ __all__ = [
     "behaviour_for",
     "flatten",
     "is_limited",
+    "leaf_limits",
     "lint",
     "observer_entries",
     "step_bounds",
@@ -64,6 +65,27 @@ def is_limited(given: dict[str, Any]) -> bool:
     )
 
 
+def leaf_limits(given: dict[str, Any]) -> dict[str, float | None]:
+    """The per-hook time limit each leaf observer runs under (WOC-SLOW).
+
+    A nested chain's own ``hook_time_limit`` applies to its observers, longer or shorter
+    than the one it is nested under; without one, it passes on the limit it runs under.
+    """
+    limits: dict[str, float | None] = {}
+
+    def walk(entries: list[dict[str, Any]], limit: float | None) -> None:
+        for entry in entries:
+            if "chain" in entry:
+                own = entry.get("hook_time_limit")
+                walk(entry["chain"], float(own) if own is not None else limit)
+            else:
+                limits[str(entry["name"])] = limit
+
+    top = given.get("hook_time_limit")
+    walk(given["observers"], float(top) if top is not None else None)
+    return limits
+
+
 def step_bounds(when: list[dict[str, Any]]) -> dict[str, float]:
     """Each step id that carries a ``within`` bound, with the bound in seconds."""
     bounds: dict[str, float] = {}
@@ -72,6 +94,16 @@ def step_bounds(when: list[dict[str, Any]]) -> dict[str, float]:
         if isinstance(body, dict) and "within" in body:
             bounds[str(body["id"])] = float(body["within"])
     return bounds
+
+
+def _hook_calls_before(steps: list[dict[str, Any]], hook: str) -> int:
+    """The most times these steps can enter one observer's ``hook``: once per call of it."""
+    return sum(
+        1
+        for step in steps
+        if step_verb(step) in TOOL_VERBS
+        or (step_verb(step) in ("call", "start") and step[step_verb(step)]["hook"] == hook)
+    )
 
 
 def _lint_links(given: dict[str, Any]) -> list[tuple[tuple[str | int, ...], str]]:
@@ -114,8 +146,7 @@ def lint(data: dict[str, Any]) -> list[tuple[tuple[str | int, ...], str]]:
         for hook in HOOKS:
             script = entry.get(hook, [])
             for b in script if isinstance(script, list) else [script]:
-                if "gate" in b:
-                    gates.add(b["gate"])
+                gates.update(b[key] for key in ("gate", "unwind") if key in b)
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:
         problems.append(
@@ -137,14 +168,31 @@ def lint(data: dict[str, Any]) -> list[tuple[tuple[str | int, ...], str]]:
             if ident in calls or ident in tools:
                 problems.append((at, f"step id {ident!r} is used twice"))
             (tools if verb in TOOL_VERBS else calls).add(ident)
-            if verb == "start":
+            if verb == "start" or body.get("background"):
                 started.add(ident)
         elif verb in ("cancel", "join") and body not in started:
-            problems.append((at, f"{verb} names {body!r}, which no earlier `start` step started"))
+            problems.append(
+                (
+                    at,
+                    f"{verb} names {body!r}, which no earlier `start` or `background` step started",
+                )
+            )
         elif verb == "release" and body not in gates:
             problems.append((at, f"gate {body!r} is not used by any observer behaviour"))
         elif verb == "wait_entered" and body["observer"] not in names:
             problems.append((at, f"unknown observer {body['observer']!r}"))
+        elif verb == "wait_entered" and int(body.get("count", 1)) > _hook_calls_before(
+            when[:index], body["hook"]
+        ):
+            problems.append(
+                (
+                    at,
+                    f"waits for {body['observer']}.{body['hook']} to be entered "
+                    f"{body.get('count', 1)} time(s), but the earlier steps call that hook at "
+                    f"most {_hook_calls_before(when[:index], body['hook'])} time(s): a "
+                    "conforming implementation could never get there",
+                )
+            )
         elif verb in ("restore", "new_turn") and body not in checkpoints:
             problems.append((at, f"{body!r} is not a checkpoint observer (builtin: checkpoint)"))
     for index, item in enumerate(then.get("calls", [])):
@@ -170,6 +218,14 @@ def lint(data: dict[str, Any]) -> list[tuple[tuple[str | int, ...], str]]:
         if key not in tools:
             problems.append(
                 (("then", "tools", key), f"{key!r} is not the id of a write, edit or delete step")
+            )
+        elif want.get("cancelled") and (len(want) > 1 or key not in cancelled):
+            problems.append(
+                (
+                    ("then", "tools", key),
+                    "`cancelled` says the tool returned no result: it needs a `cancel` of this "
+                    "step and no other expectation",
+                )
             )
     for key in then.get("warnings", {}):
         if key not in names:

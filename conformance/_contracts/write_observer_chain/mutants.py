@@ -37,7 +37,7 @@ from seamspec.conformance._contracts.write_observer_chain.mutant_chains import (
     SteppedChain,
 )
 from seamspec.conformance._contracts.write_observer_chain.mutant_tools import TOOL_MUTANTS
-from seamspec.conformance._contracts.write_observer_chain.outsiders import batch1, batch2
+from seamspec.conformance._contracts.write_observer_chain.outsiders import batch1, batch2, batch3
 from seamspec.conformance._contracts.write_observer_chain.reference_adapter import (
     ReferenceWriteObservers,
 )
@@ -119,6 +119,16 @@ def _all() -> list[Mutant]:
             outsider=functools.partial(batch2.implementation, m.name),
         )
         for m in batch2.MUTANTS.values()
+    ]
+    found += [
+        Mutant(
+            m.name,
+            m.rule,
+            m.statement,
+            origin="outsider batch 3 (re-created)",
+            outsider=functools.partial(batch3.implementation, m.name),
+        )
+        for m in batch3.MUTANTS.values()
     ]
     return found
 

@@ -14,6 +14,7 @@ from typing import Any
 from seamspec.conformance._contracts.write_observer_chain.joins import classify, exact_join
 from seamspec.conformance._contracts.write_observer_chain.model import (
     TOOL_VERBS,
+    leaf_limits,
     step_bounds,
     step_verb,
 )
@@ -169,6 +170,7 @@ class _Oracle(SeamChecks):
             rule = "WOC-CANCEL" if call in self.t.cancels else "WOC-SLOW-BOUNDED"
             found = self.t.ends.get(call)
             end = found[1] if found else self.t.tool_results.get(call)
+            end = end if end is not None else self.t.tool_cancels.get(call)
             if end is None:
                 continue  # no end at all: the kit timed it out, judged elsewhere
             elapsed = end.get("elapsed")
@@ -181,17 +183,37 @@ class _Oracle(SeamChecks):
                 )
 
     def check_cuts(self) -> None:
-        """Under a time limit, no hook that returns at once is ever cut off (WOC-SLOW-BOUNDED)."""
+        """Under a time limit, no hook is cut off before it has outlived its limit.
+
+        One that was to return at once must never be cut off; one scripted to block may
+        be, but not long before the limit it runs under (a nested chain's own, longer or
+        shorter than the outer one): a cancelled ``hook_exit`` says how long the hook ran
+        (``elapsed``), and a cut at under half the limit is no clock's jitter.
+        """
         if not self.limited:
             return
+        limits = leaf_limits(self.given)
         for (call, observer, hook), exits in self.t.exits.items():
             for i, e in exits:
-                if e.get("outcome") == "cancelled" and self.ending(call, i, e) == "cut":
+                if e.get("outcome") != "cancelled":
+                    continue
+                ending = self.ending(call, i, e)
+                if ending == "cut":
                     for rule in ("WOC-SLOW-BOUNDED", "WOC-SLOW"):
                         self.flag(
                             rule,
                             f"{call}: {observer}.{hook} was cancelled although it was to return "
                             "at once: only an observer that outlives the limit may be cut off",
+                        )
+                    continue
+                ran, limit = e.get("elapsed"), limits.get(observer)
+                early = isinstance(ran, (int, float)) and limit is not None and ran < limit / 2
+                if ending == "failed" and early:
+                    for rule in ("WOC-SLOW-BOUNDED", "WOC-SLOW"):
+                        self.flag(
+                            rule,
+                            f"{call}: {observer}.{hook} was cut off after {ran:.2f} s, long "
+                            f"before the {limit:g} s limit it runs under",
                         )
 
     def check_warnings(self) -> None:

@@ -65,6 +65,8 @@ class SeamChecks(OracleBase):
         call, path = body["id"], body["path"]
         result = self.t.tool_results.get(call)
         start = self.t.tool_starts.get(call, {})
+        if call in self.t.cancels and self._check_cancelled_tool(call, verb, result):
+            return
         if result is None:
             if call in self.t.kit_timeouts:
                 for rule in ("WOC-SLOW-BOUNDED", "WOC-SLOW"):
@@ -125,6 +127,36 @@ class SeamChecks(OracleBase):
             )
         self._check_took_effect(call, verb, before, after, posts)
         self._check_text(call, result, after_entered)
+
+    def _check_cancelled_tool(self, call: str, verb: str, result: dict[str, Any] | None) -> bool:
+        """A tool whose caller was cancelled: the cancellation propagates out of it at once.
+
+        The tool's hooks get the caller's cancellation like a direct call's (WOC-CANCEL):
+        the hooks entered before it ran in order, none starts after it, and the tool
+        returns no result. Returns whether the call was judged here (it was cancelled
+        before it ended).
+        """
+        cancel_i = self.t.cancels[call]
+        ended = next(
+            (
+                i
+                for i, e in enumerate(self.t.events)
+                if e.get("call") == call and e.get("type") in ("tool_result", "tool_cancelled")
+            ),
+            None,
+        )
+        if ended is not None and ended < cancel_i:
+            return False  # it had ended before the cancel: judged as any tool call
+        # Up to the cancel, the hooks ran as in any call; after it, none may start.
+        self.check_hook_run(call, "before_write", interrupted_at=cancel_i)
+        self.check_hook_run(call, "after_write", interrupted_at=cancel_i)
+        if result is not None:
+            self.flag(
+                "WOC-CANCEL",
+                f"{call}: the {verb} tool's caller was cancelled, yet the tool went on and "
+                f"returned ok={result.get('ok')}; the cancellation must propagate out of it",
+            )
+        return True
 
     def _check_hook_paths(
         self, call: str, path: str, entered: list[tuple[int, dict[str, Any]]]
@@ -230,6 +262,8 @@ class SeamChecks(OracleBase):
             body = step[verb]
             result = self.t.tool_results.get(body["id"])
             where = resolve(body["path"], links)
+            if result is None and where is not None and body["id"] in self.t.tool_cancels:
+                expected.pop(where, None)  # cancelled: the file may or may not have changed
             if result is None or where is None or is_refused(body["path"], self.given):
                 continue
             before = self.t.tool_starts.get(body["id"], {}).get("content_before")

@@ -42,6 +42,7 @@ class TraceIndex:
         self.kit_timeouts: dict[str, int] = {}
         self.tool_results: dict[str, dict[str, Any]] = {}
         self.tool_starts: dict[str, dict[str, Any]] = {}
+        self.tool_cancels: dict[str, dict[str, Any]] = {}
         self.warnings: dict[str, int] = defaultdict(int)
         self.releases: dict[str, int] = {}
         self.files: dict[str, Any] | None = None
@@ -73,6 +74,8 @@ class TraceIndex:
                 self.tool_results[key[0]] = e
             elif kind == "tool_start":
                 self.tool_starts[key[0]] = e
+            elif kind == "tool_cancelled":
+                self.tool_cancels[key[0]] = e
             elif kind == "warning":
                 self.warnings[e.get("observer", "?")] += 1
             elif kind == "gate_released":

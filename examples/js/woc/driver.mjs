@@ -125,6 +125,7 @@ class ScriptedObserver {
   async #traced(hook, file, signal) {
     const call = currentCall.getStore() ?? "?";
     const { run } = this;
+    const began = performance.now();
     run.emit("hook_enter", {
       call,
       observer: this.name,
@@ -137,7 +138,7 @@ class ScriptedObserver {
       value = await this.#perform(hook, signal);
     } catch (error) {
       if (signal.aborted) {
-        run.emit("hook_exit", { call, observer: this.name, hook, outcome: "cancelled" });
+        run.emit("hook_exit", { call, observer: this.name, hook, outcome: "cancelled", elapsed: seconds(began) });
       } else {
         run.emit("hook_exit", { call, observer: this.name, hook, outcome: "raised", error: describe(error) });
       }
@@ -150,9 +151,15 @@ class ScriptedObserver {
   async #perform(hook, signal) {
     const behaviour = behaviourFor(this.entry, hook, this.calls[hook]++);
     await turn(); // a real suspension, so a chain that runs observers concurrently shows it
-    if (signal.aborted) throw signal.reason;
-    if ("gate" in behaviour) await Promise.race([this.run.gate(behaviour.gate).opened, whenAborted(signal)]);
-    if (behaviour.hang) await whenAborted(signal);
+    try {
+      if (signal.aborted) throw signal.reason;
+      if ("gate" in behaviour) await Promise.race([this.run.gate(behaviour.gate).opened, whenAborted(signal)]);
+      if (behaviour.hang) await whenAborted(signal);
+    } catch (error) {
+      // slow to unwind: the chain must wait until this gate opens
+      if (signal.aborted && "unwind" in behaviour) await this.run.gate(behaviour.unwind).opened;
+      throw error;
+    }
     if ("raise" in behaviour) throw new ScriptedFailure(behaviour.raise);
     return hook === "after_write" && behaviour.return !== undefined ? behaviour.return : null;
   }
@@ -317,6 +324,11 @@ class Run {
       this.controllers.get(body).abort(new Cancelled("cancelled by the caller"));
     } else if (verb === "join") {
       await this.done.get(body);
+    } else if (TOOL_VERBS.includes(verb) && body.background) {
+      // Like `start`: a later `cancel` aborts its controller, `join` waits for it.
+      const controller = new AbortController();
+      this.controllers.set(body.id, controller);
+      this.done.set(body.id, this.tool(verb, body, tools, controller));
     } else if (TOOL_VERBS.includes(verb)) {
       await this.tool(verb, body, tools);
     } else {
@@ -324,13 +336,12 @@ class Run {
     }
   }
 
-  async tool(verb, body, tools) {
+  async tool(verb, body, tools, controller = new AbortController()) {
     const { id: ident, path: rel } = body;
     this.emit("tool_start", { call: ident, tool: verb, path: rel, content_before: readText(this.root, rel) });
     const args = verb === "write" ? [body.content] : verb === "edit" ? [body.old, body.new] : [];
     const limited =
       "hook_time_limit" in this.given || [...observerEntries(this.given.observers)].some((e) => "hook_time_limit" in e);
-    const controller = new AbortController();
     const began = performance.now();
     const pending = currentCall.run(ident, () => tools[verb](rel, ...args, { signal: controller.signal }));
     const settled = pending.then(
@@ -348,6 +359,10 @@ class Run {
       throw new DriverError(`the ${verb} tool (${ident}) did not return within ${WAIT_LIMIT} s`, this.tail());
     }
     const after = () => readText(this.root, rel);
+    if (outcome.error !== undefined && this.cancelled.has(ident) && controller.signal.aborted) {
+      this.emit("tool_cancelled", { call: ident, tool: verb, path: rel, content_after: after(), elapsed });
+      return;
+    }
     if (outcome.error !== undefined) {
       this.emit("tool_result", {
         call: ident, tool: verb, path: rel, ok: false, raised: describe(outcome.error),

@@ -5,5 +5,6 @@ outsider: ``base2.py``) and the broken variants they wrote against it (``batchN.
 before running any of them; the kit's meta-tests treat them exactly like the kit's
 own mutants. Their value is that nobody wrote them against the suite: batch 1 found four
 bugs the suite let through, batch 2 three more and one caught for the wrong reason, which
-the scenarios now catch.
+the scenarios now catch. Batch 3's files were lost: ``batch3.py`` re-creates its six
+survivors from their one-line records, on ``base2``, so it is not first-try evidence.
 """

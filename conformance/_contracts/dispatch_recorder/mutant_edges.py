@@ -64,7 +64,8 @@ class CancelWaitsForRecord(ToolExecutor):
 
     async def _record_in_time(self, mutation: DispatchMutation) -> RecordOutcome:
         with anyio.CancelScope(shield=True):
-            return await super()._record_in_time(mutation)
+            outcome = await super()._record_in_time(mutation)
+        return outcome
 
 
 class ApprovalDenialWithoutReason(ToolExecutor):

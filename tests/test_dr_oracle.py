@@ -264,3 +264,23 @@ def test_the_linter_refuses_a_bound_on_a_deaf_cancellation() -> None:
         "then": {},
     }
     assert any("deaf to cancellation" in why for _, why in model.lint(data))
+
+
+def test_an_unchanged_rewrite_cancelled_before_its_record_is_no_finding() -> None:
+    """No record, no run, no result: the turn was cancelled first, nothing was skipped."""
+    same = {"pre": {"rewrite": '{"cmd":"ls"}'}}  # the call's own arguments
+    request = _request(same, {})
+    request["when"] = [{"start_turn": "t1"}, {"cancel": "t1"}, {"join": "t1"}]
+    trace: list[dict[str, Any]] = [
+        {"type": "turn_start"},
+        {"type": "provider_call", "step": 0, "messages": _messages(("user", None, "go"))},
+        {"type": "cancel_requested"},
+        {"type": "turn_end", "outcome": "cancelled", "since_cancel": 0.01},
+    ]
+    assert oracle.check(request, {}, trace) == []
+    skipped = [*trace[:2], {"type": "tool_run", "call": "c1", "tool": "shell",
+                            "args": '{"cmd":"ls"}', "context": []}]  # fmt: skip
+    assert (
+        "DR-REWRITE-UNCHANGED",
+        "c1: its rewrite to the very same arguments was never recorded",
+    ) in (oracle.check(request, {}, skipped))

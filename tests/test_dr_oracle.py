@@ -217,3 +217,70 @@ def test_a_context_is_judged_by_its_place_in_the_commit() -> None:
     last = _misplaced_context([m("assistant"), m("context", "c1")])
     assert last is not None
     assert "last message" in last
+
+
+def _cancelled_turn(**end: Any) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """dr-cancel-does-not-wait-for-the-record's shape: cancelled during the record."""
+    request = _request(REWRITE, {"record": {"gate": "never"}})
+    request["when"] = [
+        {"start_turn": "t1"},
+        {"wait_record": {"count": 1}},
+        {"cancel": {"turn": "t1", "within": 1.0}},
+        {"join": "t1"},
+    ]
+    trace: list[dict[str, Any]] = [
+        {"type": "turn_start"},
+        {"type": "provider_call", "step": 0, "messages": _messages(("user", None, "go"))},
+        _record_enter(),
+        {"type": "cancel_requested"},
+        {"type": "record_exit", "n": 0, "outcome": "cancelled"},
+        {"type": "turn_end", "outcome": "cancelled", **end},
+    ]
+    return request, trace
+
+
+def test_a_bounded_cancellation_is_judged_on_since_cancel() -> None:
+    """Within the bound passes; past it, or with no duration reported, is DR-CANCEL."""
+    request, trace = _cancelled_turn(since_cancel=0.01)
+    assert oracle.check(request, {}, trace) == []
+    request, trace = _cancelled_turn(since_cancel=10.0)
+    assert [rule for rule, _ in oracle.check(request, {}, trace)] == ["DR-CANCEL"]
+    request, trace = _cancelled_turn()  # an adapter that does not say how long it took
+    assert oracle.check(request, {}, trace) == [
+        ("DR-CANCEL", "the trace does not say how long the turn took to end after the cancel")
+    ]
+
+
+def test_the_linter_refuses_a_bound_on_a_deaf_cancellation() -> None:
+    data = {
+        **_request(REWRITE, {"record": {"gate": "g", "late": True}}),
+        "when": [
+            {"start_turn": "t1"},
+            {"wait_record": {"count": 1}},
+            {"cancel": {"turn": "t1", "within": 1.0}},
+            {"release": "g"},
+            {"join": "t1"},
+        ],
+        "then": {},
+    }
+    assert any("deaf to cancellation" in why for _, why in model.lint(data))
+
+
+def test_an_unchanged_rewrite_cancelled_before_its_record_is_no_finding() -> None:
+    """No record, no run, no result: the turn was cancelled first, nothing was skipped."""
+    same = {"pre": {"rewrite": '{"cmd":"ls"}'}}  # the call's own arguments
+    request = _request(same, {})
+    request["when"] = [{"start_turn": "t1"}, {"cancel": "t1"}, {"join": "t1"}]
+    trace: list[dict[str, Any]] = [
+        {"type": "turn_start"},
+        {"type": "provider_call", "step": 0, "messages": _messages(("user", None, "go"))},
+        {"type": "cancel_requested"},
+        {"type": "turn_end", "outcome": "cancelled", "since_cancel": 0.01},
+    ]
+    assert oracle.check(request, {}, trace) == []
+    skipped = [*trace[:2], {"type": "tool_run", "call": "c1", "tool": "shell",
+                            "args": '{"cmd":"ls"}', "context": []}]  # fmt: skip
+    assert (
+        "DR-REWRITE-UNCHANGED",
+        "c1: its rewrite to the very same arguments was never recorded",
+    ) in (oracle.check(request, {}, skipped))

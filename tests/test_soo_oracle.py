@@ -128,3 +128,49 @@ def test_readers_found_only_after_the_other_call_started_prove_nothing() -> None
     """Without that evidence (an adapter over the wire reports none) only `then` can tell."""
     request = _request("soo-ids-follow-creation-not-output")
     assert "SOO-IDS" not in _rules(check(request, {}, _ids_trace(readers_before_b=False)))
+
+
+def _missed_finish_trace(first_raised: str | None) -> list[dict[str, Any]]:
+    """soo-session-finish-panic-next-session: s2 never gets on_output nor on_finish.
+
+    ``first_raised`` is the hook that raised in s1 (None: nothing raised).
+    """
+    enter = {"type": "callback_enter", "observer": "pane", "invocation": 1, "thread": "t2"}
+
+    def exit_(hook: str) -> dict[str, Any]:
+        outcome = "raised" if hook == first_raised else "returned"
+        return {**enter, "type": "callback_exit", "hook": hook, "outcome": outcome}
+
+    s1: list[dict[str, Any]] = [
+        {"type": "run_start", "call": "s1"},
+        {"type": "invocation", "call": "s1", "invocation": 1},
+        {"type": "offer", "call": "s1", "stream": "stdout", "hex": "78"},
+        {**enter, "hook": "on_output", "stream": "stdout", "hex": "78"},
+        exit_("on_output"),
+        {"type": "finish_requested", "call": "s1"},
+    ]
+    if first_raised != "on_output":
+        s1 += [{**enter, "hook": "on_finish"}, exit_("on_finish")]
+    return [
+        {"type": "thread", "role": "caller", "invocation": None, "thread": "t1"},
+        *s1,
+        {"type": "run_start", "call": "s2"},
+        {"type": "invocation", "call": "s2", "invocation": 2},
+        {"type": "offer", "call": "s2", "stream": "stdout", "hex": "79"},
+        {"type": "finish_requested", "call": "s2"},
+        {"type": "kit_timeout", "observer": "pane", "hook": "on_finish", "waiting": "entered"},
+        {"type": "idle", "ok": True},
+    ]
+
+
+def test_a_callback_waited_for_in_vain_names_the_earlier_raise() -> None:
+    """The missing callback is SOO-FINISH-PANIC or SOO-PANIC after a raise, never SOO-LIVE."""
+    request = _request("soo-session-finish-panic-next-session")
+    cases = {"on_finish": "SOO-FINISH-PANIC", "on_output": "SOO-PANIC", None: "SOO-FINISH"}
+    for raised, rule in cases.items():
+        waits = [
+            (r, m)
+            for r, m in check(request, {}, _missed_finish_trace(raised))
+            if m.startswith("pane ")
+        ]
+        assert [r for r, _ in waits] == [rule], (raised, waits)

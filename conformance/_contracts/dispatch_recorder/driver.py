@@ -146,6 +146,7 @@ class _Run:
         self.scope: anyio.CancelScope | None = None
         self.done = anyio.Event()
         self.cancelled = False
+        self.cancelled_at = 0.0
         self.journal: TracedJournal | None = None
         self.signer: Signer | None = None
 
@@ -232,14 +233,20 @@ class _Run:
                 except anyio.get_cancelled_exc_class():
                     if not self.cancelled:
                         self.tracer.emit("kit_timeout", seconds=TURN_LIMIT)
-                    self.tracer.emit("turn_end", outcome="cancelled")
+                    self._end("cancelled")
                     raise
                 except Exception as error:
-                    self.tracer.emit("turn_end", outcome="error", error=str(error))
+                    self._end("error", error=str(error))
                     return
-                self.tracer.emit("turn_end", outcome="completed", messages=dump(messages))
+                self._end("completed", messages=dump(messages))
         finally:
             self.done.set()
+
+    def _end(self, outcome: str, **fields: Any) -> None:
+        """``turn_end``; after a ``cancel`` step, with the seconds since it (DR-CANCEL)."""
+        if self.cancelled:
+            fields["since_cancel"] = anyio.current_time() - self.cancelled_at
+        self.tracer.emit("turn_end", outcome=outcome, **fields)
 
     async def _wait(self, index: int, what: str, ready: Callable[[], bool]) -> None:
         """Wait until ``ready()``; :class:`_Unmet` if the turn ended without it happening.
@@ -295,7 +302,7 @@ class _Run:
             await all_tasks_blocked()
         elif verb == "cancel":
             self.tracer.emit("cancel_requested")
-            self.cancelled = True
+            self.cancelled, self.cancelled_at = True, anyio.current_time()
             assert self.scope is not None
             self.scope.cancel()
         elif verb == "join":

@@ -19,6 +19,7 @@ __all__ = [
     "RACE_LIMIT",
     "behaviour_for",
     "calls_of",
+    "cancel_bound",
     "event_positions",
     "failed",
     "gates_of",
@@ -40,6 +41,15 @@ RACE_LIMIT = 2.0
 
 def step_verb(step: dict[str, Any]) -> str:
     return next(k for k in step if k != "note")
+
+
+def cancel_bound(when: list[dict[str, Any]]) -> float | None:
+    """The seconds a `cancel: {turn, within}` step gives the turn to end, if it sets any."""
+    for step in when:
+        body = step.get("cancel")
+        if isinstance(body, dict):
+            return float(body["within"])
+    return None
 
 
 def calls_of(given: dict[str, Any]) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -208,7 +218,9 @@ def lint(data: dict[str, Any]) -> list[tuple[tuple[str | int, ...], str]]:
             if turns:
                 problems.append((at, "a scenario runs one turn"))
             turns.add(body)
-        elif verb in ("cancel", "join") and body not in turns:
+        elif verb == "cancel" and isinstance(body, dict) and body["turn"] not in turns:
+            problems.append((at, f"cancel names {body['turn']!r}, which no earlier step started"))
+        elif verb in ("cancel", "join") and isinstance(body, str) and body not in turns:
             problems.append((at, f"{verb} names {body!r}, which no earlier step started"))
         elif verb in ("release", "release_late") and body not in gates:
             problems.append((at, f"gate {body!r} is not used by any recorder behaviour"))
@@ -229,6 +241,12 @@ def lint(data: dict[str, Any]) -> list[tuple[tuple[str | int, ...], str]]:
         late = any(b.get("late") for b in _behaviours(recorder, key))
         if late and "release_late" not in verbs and "cancel" not in verbs:
             problems.append((("when",), f"a `late` {key} needs a `release_late` or `cancel` step"))
+        if late and cancel_bound(when) is not None:
+            problems.append((
+                ("when",),
+                f"a `late` {key} is deaf to cancellation, so no turn can end within a "
+                "cancel's `within`: bound only a cancellation that can be honoured",
+            ))  # fmt: skip
     for index, step in enumerate(when):
         if (
             step_verb(step) == "release_late"

@@ -23,6 +23,7 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from seamspec import __version__
+from seamspec.conformance._contracts.dispatch_recorder import mutant_edges as edges
 from seamspec.conformance._contracts.dispatch_recorder import mutant_executors as more
 from seamspec.conformance._contracts.dispatch_recorder import mutant_journals as mj
 from seamspec.conformance._contracts.dispatch_recorder.driver import (
@@ -544,6 +545,19 @@ _ALL = (
     DrMutant("dr-commit-late-ok-accepted", "DR-COMMIT-FAIL",
              "takes a commit's OK even when it came after the commit time limit",
              turn=more.loop_commit_late_ok),
+    # Edges outsiders asked about (mutant_edges.py).
+    DrMutant("dr-unchanged-rewrite-skipped", "DR-REWRITE-UNCHANGED",
+             "skips the record of a rewrite to the call's own arguments and runs the call",
+             executor=edges.UnchangedRewriteSkipped),
+    DrMutant("dr-json-equal-rewrite-skipped", "DR-ONE-RECORD",
+             "reads a rewrite to the same JSON value in other bytes as no rewrite: the "
+             "original bytes run, unrecorded", executor=edges.JsonEqualRewriteSkipped),
+    DrMutant("dr-cancel-waits-for-record", "DR-CANCEL",
+             "shields each record from cancellation: a cancelled turn waits until the "
+             "record answers or its time limit runs out", executor=edges.CancelWaitsForRecord),
+    DrMutant("dr-approval-denial-without-reason", "DR-OUTCOME-TEXT",
+             "denies a refused approval without the approval's reason",
+             executor=edges.ApprovalDenialWithoutReason),
     DrMutant("dr-journal-ok-before-fsync", "DR-JOURNAL-DURABLE",
              "the journal returns OK once the entry is written, before any fsync",
              journal=_JournalOkBeforeFsync),

@@ -145,6 +145,15 @@ class _Call:
             payload["context"] = value
         record = self.one(kind, payload)
         fail_rule = "DR-REWRITE-FAIL" if self.pre == "rewrite" else "DR-INJECT-FAIL"
+        if record is None and self.pre == "rewrite" and value == self.call["args"]:
+            # Upstream does not say whether a rewrite that changes nothing is a mutation;
+            # seamspec records it (DR-REWRITE-UNCHANGED), so skipping it is only that.
+            if self.runs or (self.ev.cancel_i is None and self.message is not None):
+                self.flag(
+                    "DR-REWRITE-UNCHANGED",
+                    "its rewrite to the very same arguments was never recorded",
+                )
+            return None
         if record is None:
             if self.runs:
                 self.flag("DR-RECORD-FIRST", f"the tool ran but its {kind} was never recorded")

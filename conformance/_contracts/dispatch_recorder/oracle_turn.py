@@ -11,6 +11,7 @@ from typing import Any
 from seamspec.conformance._contracts.dispatch_recorder.model import (
     behaviour_for,
     calls_of,
+    cancel_bound,
     failed,
 )
 from seamspec.conformance._contracts.dispatch_recorder.oracle_trace import Evidence
@@ -189,6 +190,20 @@ def _check_cancel(ev: Evidence) -> None:
         ev.flag(
             "DR-CANCEL",
             f"cancelled during a record or commit, the turn ended {ev.turn_end.get('outcome')}",
+        )
+    bound = cancel_bound(ev.when)
+    if bound is None or ev.turn_end is None:
+        return
+    took = ev.turn_end.get("since_cancel")
+    if not isinstance(took, (int, float)):
+        ev.flag(
+            "DR-CANCEL", "the trace does not say how long the turn took to end after the cancel"
+        )
+    elif took > bound:
+        ev.flag(
+            "DR-CANCEL",
+            f"the turn ended {took:.2f} s after the cancellation, past the {bound:g} s "
+            "bound: it waited for a record or commit that honours cancellation",
         )
 
 

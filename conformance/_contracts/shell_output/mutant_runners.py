@@ -11,15 +11,17 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import subprocess
+import sys
 import threading
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any
+from typing import IO, Any, cast
 
 import anyio
 
 from seamspec.conformance._contracts.shell_output.mutant_sessions import (
     _FinishPanicBreaksObserver,
+    _HoldsAfterFinishPanic,
     _LockPerObserver,
     _OneAtATime,
     _RecordsDelivered,
@@ -31,7 +33,7 @@ from seamspec.reference import (
     ShellResult,
     ShellRunner,
 )
-from seamspec.reference._shell_output.runner import CommandFailed
+from seamspec.reference._shell_output.runner import CommandFailed, _Capture
 from seamspec.reference._shell_output.session import log
 
 __all__: list[str] = []
@@ -321,4 +323,77 @@ class _FinishPanicRunner(ShellRunner):
         session.broken = broken
         if id(session.observer) in broken:
             session.cancel()
+        return session
+
+
+class _LeftOrNone:
+    """What a drain offers to when it counts the live budget itself (see below)."""
+
+    def __init__(self, session: ObservationSession) -> None:
+        self.session = session
+        self.invocation = session.invocation
+        # Each drain counts its own stream; the session keeps no budget of its own.
+        self.left: int = session.__dict__.setdefault("drain_budget", session.budget)
+        session.budget = sys.maxsize
+
+    def accepting(self, stream: ShellOutputStream) -> bool:
+        return self.session.accepting(stream)
+
+    def offer(self, stream: ShellOutputStream, chunk: bytes) -> None:
+        if self.left < 0:
+            return
+        # ``[:n or None]`` reads "no budget" as "no limit"; 0 bytes left reads the same.
+        self.session.offer(stream, chunk[: self.left or None])
+        self.left -= len(chunk)
+
+
+class _BudgetLeftZeroUnlimited(ShellRunner):
+    """Counts the live budget in each drain with ``chunk[:left or None]``: a stream filled exactly lets its next chunk through whole."""
+
+    def _drain(
+        self,
+        pipe: IO[bytes],
+        stream: ShellOutputStream,
+        capture: _Capture,
+        session: ObservationSession | None,
+    ) -> None:
+        counted = None if session is None else cast(ObservationSession, _LeftOrNone(session))
+        super()._drain(pipe, stream, capture, counted)
+
+
+class _CutOnlyCapture(_Capture):
+    """A result capture that says truncated only when it cut a chunk (see below)."""
+
+    def add(self, chunk: bytes | memoryview) -> None:
+        with self._lock:
+            room = self._cap - len(self._data)
+            if room > 0:
+                self._data += chunk[:room]
+                if len(chunk) > room:
+                    self.truncated = True
+
+
+class _FullCapNotTruncated(ShellRunner):
+    """Flags a result stream truncated only when a chunk was cut: output that finds the cap already full is dropped unflagged."""
+
+    def _drain(
+        self,
+        pipe: IO[bytes],
+        stream: ShellOutputStream,
+        capture: _Capture,
+        session: ObservationSession | None,
+    ) -> None:
+        capture.__class__ = _CutOnlyCapture
+        super()._drain(pipe, stream, capture, session)
+
+
+class _FinishPanicHoldsRunner(ShellRunner):
+    """After an on_finish failure, the observer's later invocations are shown only once they complete."""
+
+    session_class = _HoldsAfterFinishPanic
+
+    def observe(self, observer: Any) -> ObservationSession:
+        session = super().observe(observer)
+        assert isinstance(session, _HoldsAfterFinishPanic)
+        session.broken = self.__dict__.setdefault("_broken", set())
         return session

@@ -233,6 +233,27 @@ class _FinishPanicBreaksObserver(ObservationSession):
             self.broken.add(id(self.observer))
 
 
+class _HoldsAfterFinishPanic(_FinishPanicBreaksObserver):
+    """Once its observer's on_finish has failed, holds the output back until completion."""
+
+    def offer(self, stream: ShellOutputStream | str, chunk: bytes) -> None:
+        if id(self.observer) not in self.broken:
+            super().offer(stream, chunk)
+            return
+        stream = ShellOutputStream(stream)
+        with self._cond:
+            if self._phase is SessionPhase.ACTIVE and not self._disabled:
+                accepted = self._accept(stream, chunk)
+                if accepted:
+                    self.__dict__.setdefault("_held", []).append((stream, accepted))
+
+    def finish(self) -> None:
+        with self._cond:
+            if self._phase is SessionPhase.ACTIVE:
+                self._queue.extend(self.__dict__.get("_held", []))
+        super().finish()
+
+
 class _RecordsDelivered(ObservationSession):
     """Remembers what it delivered (used by the envelope mutant's runner)."""
 

@@ -68,12 +68,46 @@ class _Oracle(History):
                     f"while invocation(s) {sorted(busy)} had a blocked callback",
                 )
             else:
-                self.flag(
-                    "SOO-LIVE",
-                    f"{e.get('observer')} was not called {e.get('hook')} "
-                    "while its command was still running",
-                )
+                self.flag(*self.missed_callback(i, e))
         return self.out
+
+    def missed_callback(self, at: int, wait: dict[str, Any]) -> Violation:
+        """The rule broken when the kit waited in vain for a callback, nothing else blocked.
+
+        A callback that never comes after the same observer raised before is the raise
+        not contained: in ``on_finish`` (SOO-FINISH-PANIC: it changes nothing, later
+        invocations included), or in ``on_output`` of another invocation (SOO-PANIC: it
+        ends that invocation's observation only). Otherwise a missing ``on_finish`` is
+        SOO-FINISH, and a missing ``on_output`` is output held back (SOO-LIVE).
+        """
+        observer, hook = wait.get("observer"), wait.get("hook")
+        raised: dict[str, set[int]] = {"on_output": set(), "on_finish": set()}
+        for e in self.trace[:at]:
+            if (
+                e.get("type") == "callback_exit"
+                and e.get("outcome") == "raised"
+                and e.get("observer") == observer
+                and e.get("hook") in raised
+            ):
+                raised[e["hook"]].add(int(e.get("invocation", -1)))
+        if raised["on_finish"]:
+            return (
+                "SOO-FINISH-PANIC",
+                f"{observer} got no {hook} call after its on_finish raised in invocation(s) "
+                f"{sorted(raised['on_finish'])}: that exception must change nothing later",
+            )
+        if raised["on_output"]:
+            return (
+                "SOO-PANIC",
+                f"{observer} got no {hook} call after its on_output raised in invocation(s) "
+                f"{sorted(raised['on_output'])}: that ends the observation of those only",
+            )
+        if hook == "on_finish":
+            return ("SOO-FINISH", f"{observer} was not called on_finish")
+        return (
+            "SOO-LIVE",
+            f"{observer} was not called {hook} while its command was still running",
+        )
 
     def check_call(self, call: Call) -> None:
         if call.body.get("refused"):

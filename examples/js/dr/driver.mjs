@@ -62,6 +62,7 @@ class Run {
     this.controller = null;
     this.done = null;
     this.cancelled = false;
+    this.cancelledAt = 0;
     this.records = 0;
     this.commits = 0;
     this.steps = 0;
@@ -70,6 +71,12 @@ class Run {
 
   emit(type, fields = {}) {
     this.events.push({ type, ...fields });
+  }
+
+  // turn_end; after a cancel step, with the seconds since it (DR-CANCEL's `within`).
+  endTurn(outcome, fields = {}) {
+    const since = this.cancelled ? { since_cancel: (performance.now() - this.cancelledAt) / 1000 } : {};
+    this.emit("turn_end", { outcome, ...fields, ...since });
   }
 
   count(type, fields = {}) {
@@ -250,13 +257,13 @@ class Run {
         commitTimeLimit: this.given.commit_time_limit ?? 10.0,
         signal: controller.signal,
       });
-      this.emit("turn_end", { outcome: "completed", messages: dump(messages) });
+      this.endTurn("completed", { messages: dump(messages) });
     } catch (error) {
       if (controller.signal.aborted) {
         if (!this.cancelled) this.emit("kit_timeout", { seconds: TURN_LIMIT });
-        this.emit("turn_end", { outcome: "cancelled" });
+        this.endTurn("cancelled");
       } else {
-        this.emit("turn_end", { outcome: "error", error: String(error?.message ?? error) });
+        this.endTurn("error", { error: String(error?.message ?? error) });
       }
     } finally {
       clearTimeout(timer);
@@ -321,6 +328,7 @@ class Run {
     } else if (verb === "cancel") {
       this.emit("cancel_requested");
       this.cancelled = true;
+      this.cancelledAt = performance.now();
       this.controller.abort(new Cancelled("cancelled by the caller"));
     } else if (verb === "join") {
       await this.waitDone();

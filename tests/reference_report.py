@@ -4,8 +4,10 @@
 recommendation would not change; the reference declares every contract and feature, so
 every scenario of the shipped suite must pass outright, and the results must come back in
 the suite's order although they ran eight at a time. ``nox -s conformance`` runs this on
-the reports it wrote for both backends (``tests/test_runner.py`` ran the whole suite once
-more to ask the same before).
+the reports it wrote for both backends. Before, the same was asked by more whole runs of
+the reference in the tests session: ``tests/test_runner.py`` (every contract) and the
+reference controls of the mutant meta-tests (``tests/test_*_mutants.py``, per contract,
+under the strict profile: a status does not depend on the profile, only what it counts as).
 
     python -m tests.reference_report reports/reference.json reports/reference-trio.json
 """

@@ -9,7 +9,7 @@ the reference in the tests session: ``tests/test_runner.py`` (every contract) an
 reference controls of the mutant meta-tests (``tests/test_*_mutants.py``, per contract,
 under the strict profile: a status does not depend on the profile, only what it counts as).
 
-    python -m tests.reference_report reports/reference.json reports/reference-trio.json
+    python tests/reference_report.py reports/reference.json reports/reference-trio.json
 """
 
 from __future__ import annotations

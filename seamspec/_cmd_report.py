@@ -7,7 +7,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-import jsonschema
 from rich.console import Console
 
 from seamspec._output import error, output_problems
@@ -72,6 +71,8 @@ def read_report(path: Path) -> dict[str, Any]:
         ) from None
     except RecursionError:
         raise ReportError(f"{path}: not a seamspec JSON report: nested too deep") from None
+    import jsonschema  # here, not at start-up: it costs a quarter of a second to import
+
     try:
         jsonschema.validate(data, report_schema())
     except jsonschema.ValidationError as error:

@@ -14,7 +14,6 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-import jsonschema
 import yaml
 
 from seamspec.conformance._core.errors import Problem, ScenarioError
@@ -74,6 +73,8 @@ def load_manifest(
         ) from None
     except YamlProblem as error:
         raise ScenarioError([Problem(file, error.line, error.message, error.hint)]) from None
+    import jsonschema
+
     problems = [
         Problem(file, loaded.line_of(tuple(e.absolute_path)), f"manifest: {e.message}")
         for e in jsonschema.Draft202012Validator(_schema()).iter_errors(loaded.data)

@@ -14,10 +14,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
 from pathlib import Path
-from typing import Any
-
-import jsonschema
-from jsonschema.exceptions import ValidationError, best_match
+from typing import TYPE_CHECKING, Any
 
 from seamspec.conformance._core.catalogue import CONTRACTS, Contract, Profile, catalogue
 from seamspec.conformance._core.errors import Problem, ScenarioError
@@ -25,6 +22,12 @@ from seamspec.conformance._core.registry import contract_linters, room
 from seamspec.conformance._core.schema_cache import SchemaVerdicts
 from seamspec.conformance._core.suggest import did_you_mean
 from seamspec.conformance._core.yaml_loader import LoadedYaml, YamlProblem, load_yaml, read_text
+
+if TYPE_CHECKING:
+    # jsonschema is imported where a text is checked, not at start-up: it costs a quarter
+    # of a second of CPU, and a suite the verdict cache knows (schema_cache) never needs it.
+    import jsonschema
+    from jsonschema.exceptions import ValidationError
 
 __all__ = [
     "SCHEMA_ID",
@@ -169,6 +172,8 @@ def contract_schema(contract: str) -> dict[str, Any]:
 @cache
 def _validator() -> jsonschema.Draft202012Validator:
     """The composed scenario schema; every reference in it is local."""
+    import jsonschema
+
     return jsonschema.Draft202012Validator(scenario_schema())
 
 
@@ -262,6 +267,8 @@ def _most_specific(error: ValidationError) -> ValidationError:
     at its root) was not meant; if exactly one alternative is left, its own error is the
     useful one. If none is left, say which forms are allowed instead of guessing.
     """
+    from jsonschema.exceptions import best_match
+
     while error.validator in ("oneOf", "anyOf") and error.context:
         by_alternative: dict[object, list[ValidationError]] = {}
         for sub in error.context:

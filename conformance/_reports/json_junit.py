@@ -13,7 +13,6 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import jsonschema
 from junitparser import Error, Failure, JUnitXml, Skipped, TestCase, TestSuite
 
 from seamspec import __version__
@@ -76,6 +75,8 @@ def to_json_report(run: RunResult) -> dict[str, Any]:
         "verdict": _verdict(run),
         "results": results,
     }
+    import jsonschema  # here, not at start-up: it costs a quarter of a second to import
+
     jsonschema.validate(report, report_schema())
     return report
 

@@ -12,11 +12,12 @@ from __future__ import annotations
 import json
 from functools import cache
 from importlib import resources
-from typing import Any
-
-import jsonschema
+from typing import TYPE_CHECKING, Any
 
 from seamspec.conformance._core.adapter import ImplementationInfo
+
+if TYPE_CHECKING:
+    import jsonschema  # imported where used: it costs a quarter of a second at start-up
 
 __all__ = [
     "ANSWERS",
@@ -90,12 +91,16 @@ def message_schema(name: str) -> dict[str, Any]:
 
 @cache
 def _validator(name: str) -> jsonschema.Draft202012Validator:
+    import jsonschema
+
     return jsonschema.Draft202012Validator(message_schema(name))
 
 
 def validate(message: dict[str, Any], name: str) -> None:
     """Full JSON Schema check of ``message`` as a ``name`` message, or :class:`ProtocolError`."""
-    error = jsonschema.exceptions.best_match(_validator(name).iter_errors(message))
+    from jsonschema.exceptions import best_match
+
+    error = best_match(_validator(name).iter_errors(message))
     if error is not None:
         where = "/".join(str(p) for p in error.absolute_path) or "(top level)"
         raise ProtocolError(f"the {name} message breaks its schema at {where}: {error.message}")

@@ -1,0 +1,44 @@
+"""How pytest-xdist shares the kit's own tests out: the mutant meta-test files stay whole.
+
+Each of ``tests/test_*_mutants.py`` computes its whole matrix (every control against every
+scenario, every mutant against the scenarios citing its rule) once per process and caches
+it (``functools.cache``); its tests only read it. xdist's default ``load`` scheduling hands
+a file's tests to whichever worker is free, so with ``-n 2`` both workers computed the
+shell-output matrix, 26 s of CPU each. Here one worker runs each of those files whole and
+every other test is handed out one by one as before.
+
+``--dist loadgroup`` with ``xdist_group`` marks would say this without a hook, but with
+pytest 9 it groups nothing: pytest-xdist 3.8 tags the group onto ``item._nodeid``, which
+pytest 9 no longer reads.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+#: Files one worker runs whole: their tests share a matrix cached per process.
+ONE_WORKER = frozenset({"test_woc_mutants.py", "test_soo_mutants.py", "test_dr_mutants.py"})
+
+
+def scope_of(nodeid: str) -> str:
+    """The unit of work a test belongs to: its file for ``ONE_WORKER``, else itself."""
+    path = nodeid.split("::", 1)[0]
+    return path if path.rsplit("/", 1)[-1] in ONE_WORKER else nodeid
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """Replace the default ``load`` scheduling only; an explicit ``--dist`` is left alone."""
+    if config.getvalue("dist") != "load":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class KeepMatricesWhole(LoadScopeScheduling):  # type: ignore[misc]
+        """``loadscope`` with ``scope_of`` as the scope: whole files first, biggest first."""
+
+        def _split_scope(self, nodeid: str) -> str:
+            return scope_of(nodeid)
+
+    return KeepMatricesWhole(config, log)

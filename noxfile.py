@@ -1,6 +1,7 @@
 """Sessions for developing seamspec and for gating CI on it.
 
-``nox`` with no arguments runs what CI runs: lint, typecheck, conformance, tests.
+``nox`` with no arguments runs every session CI runs (``.ci/run`` runs the same sessions,
+``tests`` in one lane and the others beside it in a second).
 """
 
 from __future__ import annotations

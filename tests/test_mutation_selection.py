@@ -158,3 +158,33 @@ def test_the_shipped_lists_load() -> None:
     for key in ("equivalents", "open"):
         for entry in load_equivalents(ROOT / "mutation" / "equivalents.yaml", key):
             assert entry.module in keys, entry.describe()
+
+
+def test_a_module_not_rerun_keeps_its_old_row_marked_with_its_date(tmp_path: Path) -> None:
+    """--carry-over: a module without a fresh whole run keeps the document's old row and
+    survivors, marked with the date of those figures, and stays out of the totals."""
+    import report
+
+    old_row = "| `_room/mod.py` | some-contract | 10 | 8 | 0 | 1 | 1 | 0 | 88.9% |"
+    survivor = "| `_room/mod.py` | `limit` | `a \\| b` | `a & b` | a reason |"
+    doc = tmp_path / "quality.md"
+    doc.write_text(
+        f"intro\n\n{report.BEGIN}\n\nProduced by `nox -s mutation` (2026-12-01 at commit "
+        f"abc1234).\n\n| module | ... |\n|---|\n{old_row}\n\n{survivor}\n\n{report.END}\n",
+        encoding="utf-8",
+    )
+    (carried,) = report.carried_modules(doc, [(SPEC.path, "no saved run")], "2026-12-02")
+    assert carried.figures_of == "2026-12-01"
+    assert carried.cells[2:4] == ("10", "8")
+    report.update_doc(doc, [], [], [carried])
+    text = doc.read_text(encoding="utf-8")
+    assert "| 88.9% | not rerun on 2026-12-02 (no saved run): figures of 2026-12-01 |" in text
+    assert "a reason (from the run of 2026-12-01; not rerun since) |" in text
+    assert "| all rerun (0 of 1 modules) |" in text
+    # carried again a day later: the date of the figures stays that of the run
+    (again,) = report.carried_modules(doc, [(SPEC.path, "no saved run")], "2026-12-03")
+    assert again.figures_of == "2026-12-01"
+    report.update_doc(doc, [], [], [again])
+    assert text.count("not rerun since") == doc.read_text(encoding="utf-8").count("not rerun since")
+    with pytest.raises(SystemExit, match="no earlier row"):
+        report.carried_modules(doc, [("reference/_room/other.py", "no saved run")], "x")

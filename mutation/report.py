@@ -331,7 +331,8 @@ def doc_section(
                 )
         lines.append("")
     lines += [
-        f"Equivalent mutants and mutants outside the contract ({len(equivalents)}, from "
+        "Equivalent mutants and mutants outside the contract "
+        f"({sum(e.count for e in equivalents)}, from "
         "`mutation/equivalents.yaml`; skipped on every run, and counted in the table):",
         "",
         "| module | where | line | mutated to | kind | why |",
@@ -339,7 +340,8 @@ def doc_section(
     ]
     for e in equivalents:
         lines.append(
-            f"| `{e.module}` | `{e.where}` | `{_escape(e.line)}` | `{_escape(e.to)}` | {e.kind} "
+            f"| `{e.module}` | `{e.where}`{f' ({e.count} lines alike)' if e.count > 1 else ''} "
+            f"| `{_escape(e.line)}` | `{_escape(e.to)}` | {e.kind} "
             f"| {_escape(e.reason)} |"
         )
     lines += ["", END]

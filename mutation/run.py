@@ -412,7 +412,11 @@ def fingerprint(
     room = Path(spec.path).parent
     kit_room = Path("conformance/_contracts") / spec.contract.replace("-", "_")
     folders = [room, kit_room, Path("conformance/_core"), Path("scenarios") / spec.contract]
-    mine = sorted(repr(e) for e in equivalents + open_entries if e.module == spec.key)
+    mine = sorted(
+        repr(e) + (f" x{e.count}" if e.count != 1 else "")
+        for e in equivalents + open_entries
+        if e.module == spec.key
+    )
     digest = hashlib.sha256(repr((spec, mine, _test_command(spec, 0)[1:])).encode())
     for folder in folders:
         for path in sorted((ROOT / folder).rglob("*")):

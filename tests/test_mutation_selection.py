@@ -135,6 +135,18 @@ def test_an_entry_that_matches_two_mutants_asks_for_a_column() -> None:
         classify(SPEC, SOURCE, twice, [_entry()], mutated=mutated)
 
 
+def test_an_entry_may_stand_for_identical_mutants_it_counts() -> None:
+    """``count:``: identical mutations of identical lines at one column, one reason."""
+    from dataclasses import replace
+
+    twice = [*PROPOSALS, _proposal("cmp2", "core/ReplaceComparisonOperator_Gt_GtE", 7, 30, 31)]
+    mutated = {**MUTATED, "cmp2": MUTATED["cmp"]}
+    verdict = classify(SPEC, SOURCE, twice, [replace(_entry(), count=2)], mutated=mutated)
+    assert {m.job_id for m, _ in verdict.equivalent} == {"cmp", "cmp2"}
+    with pytest.raises(SelectionError, match="matches 1 mutants, not 2"):
+        classify(SPEC, SOURCE, PROPOSALS, [replace(_entry(), count=2)], mutated=MUTATED)
+
+
 def test_open_entries_are_still_run() -> None:
     verdict = classify(SPEC, SOURCE, PROPOSALS, [], open_entries=[_entry()], mutated=MUTATED)
     assert "cmp" in {m.job_id for m in verdict.run}

@@ -16,8 +16,10 @@ from typing import Any
 from selection import Equivalent, ModuleSpec, Mutant
 
 __all__ = [
+    "CarriedModule",
     "ModuleResult",
     "as_json",
+    "carried_modules",
     "markdown_table",
     "problems",
     "progress_line",
@@ -27,6 +29,72 @@ __all__ = [
 
 BEGIN = "<!-- mutation:begin (written by `nox -s mutation`; do not edit by hand) -->"
 END = "<!-- mutation:end -->"
+
+
+_DATED = re.compile(r"(\d{4}-\d{2}-\d{2})(?: at commit ([0-9a-f]+(?:\+changes)?))?")
+
+
+@dataclass(frozen=True)
+class CarriedModule:
+    """A module with no fresh whole run: its row and survivors from the document's last
+    section, with the run they come from, so the table says how old its figures are."""
+
+    name: str  # ``room/file.py``
+    cells: tuple[str, ...]  # the first nine cells of its old row (module ... score)
+    survivors: tuple[str, ...]  # its old lines of the survivors table
+    figures_of: str  # ``2026-12-01 at commit 06b801a``, or just a date
+    why: str  # why it was not rerun (no saved run, a stale one)
+    today: str
+
+    def run_cell(self) -> str:
+        return f"not rerun on {self.today} ({self.why}): figures of {self.figures_of}"
+
+
+def _cells(line: str) -> list[str]:
+    return [c.strip() for c in re.split(r"(?<!\\)\|", line.strip())[1:-1]]
+
+
+def carried_modules(
+    path: Path, missing: Sequence[tuple[str, str]], today: str
+) -> list[CarriedModule]:
+    """Each of ``missing`` (module path, why) as the document's section last showed it.
+
+    A module the old section does not show cannot be carried over: that is an error, so
+    the table never silently loses a module.
+    """
+    text = path.read_text(encoding="utf-8")
+    start, end = text.find(BEGIN), text.find(END)
+    section = text[start:end] if 0 <= start < end else ""
+    produced = re.search(r"^Produced by .*$", section, re.MULTILINE)
+    dates = sorted(set(_DATED.findall(produced.group(0)))) if produced else []
+    single_date = {d for d, _ in dates}
+    carried = []
+    for module, why in missing:
+        name = f"{Path(module).parent.name}/{Path(module).name}"
+        rows = [
+            _cells(line)
+            for line in section.splitlines()
+            if line.startswith(f"| `{name}`") and line.count("|") >= 10
+        ]
+        table = [c for c in rows if len(c) >= 9 and c[2].isdigit()]
+        if not table:
+            raise SystemExit(f"error: {path} shows no earlier row of {name} to carry over")
+        cells = table[0]
+        found = _DATED.findall(cells[9]) if len(cells) > 9 else []
+        if found:
+            date, commit = found[-1]
+            figures_of = f"{date} at commit {commit}" if commit else date
+        elif len(single_date) == 1:
+            figures_of = next(iter(single_date))
+        else:
+            figures_of = "an earlier run"
+        survivors = tuple(
+            line
+            for line in section.splitlines()
+            if line.startswith(f"| `{name}`") and len(_cells(line)) == 5
+        )
+        carried.append(CarriedModule(name, tuple(cells[:9]), survivors, figures_of, why, today))
+    return carried
 
 
 @dataclass
@@ -76,12 +144,22 @@ def progress_line(result: ModuleResult) -> str:
     )
 
 
-def markdown_table(rows: Sequence[dict[str, Any]]) -> str:
-    """The per-module table, from :func:`as_json` rows (of one run, or saved ones)."""
+def _run_cell(row: dict[str, Any]) -> str:
+    if row.get("date") and row.get("commit"):
+        return f"{row['date']} at commit {row['commit']}"
+    return "this run"
+
+
+def markdown_table(rows: Sequence[dict[str, Any]], carried: Sequence[CarriedModule] = ()) -> str:
+    """The per-module table, from :func:`as_json` rows (of one run, or saved ones).
+
+    ``carried`` modules (no fresh whole run) keep the row of the document's last table,
+    marked as not rerun; the totals count only the modules of ``rows``.
+    """
     out = [
         "| module | contract | mutants | killed | of which by time-out | survived "
-        "| equivalent | outside the contract | score |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| equivalent | outside the contract | score | run |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     total = dict.fromkeys(("mutants", "killed", "timeouts", "survived", "eq", "out"), 0)
     for row in rows:
@@ -101,13 +179,16 @@ def markdown_table(rows: Sequence[dict[str, Any]]) -> str:
         out.append(
             f"| {name}{f' (scope: {scope})' if scope else ''} | {row['contract']} "
             f"| {cells['mutants']} | {cells['killed']} | {cells['timeouts']} | {cells['survived']} "
-            f"| {cells['eq']} | {cells['out']} | {_percent(row['score'])} |"
+            f"| {cells['eq']} | {cells['out']} | {_percent(row['score'])} | {_run_cell(row)} |"
         )
+    for module in carried:
+        out.append("| " + " | ".join([*module.cells, module.run_cell()]) + " |")
     judged = total["killed"] + total["survived"] + sum(len(r["not_run"]) for r in rows)
+    label = f"all rerun ({len(rows)} of {len(rows) + len(carried)} modules)" if carried else "all"
     out.append(
-        f"| all | | {total['mutants']} | {total['killed']} | {total['timeouts']} "
+        f"| {label} | | {total['mutants']} | {total['killed']} | {total['timeouts']} "
         f"| {total['survived']} | {total['eq']} | {total['out']} "
-        f"| {_percent(100.0 * total['killed'] / judged if judged else None)} |"
+        f"| {_percent(100.0 * total['killed'] / judged if judged else None)} | |"
     )
     notes = [
         "",
@@ -115,7 +196,8 @@ def markdown_table(rows: Sequence[dict[str, Any]]) -> str:
         "when `seamspec run --contract <contract> --profile strict -q -x` fails on it, or "
         "runs past the per-mutant limit.",
         "",
-        f"Not counted: {sum(r['annotations'] for r in rows)} mutations inside type "
+        f"Not counted{' in the modules rerun' if carried else ''}: "
+        f"{sum(r['annotations'] for r in rows)} mutations inside type "
         "annotations (never evaluated: every module has `from __future__ import "
         f"annotations`), {sum(r['invalid'] for r in rows)} that leave no valid Python "
         "(cosmic-ray reads the bare `*` of a parameter list as a multiplication) and "
@@ -215,12 +297,23 @@ def _escape(text: str) -> str:
     return text.replace("|", "\\|")
 
 
-def doc_section(rows: Sequence[dict[str, Any]], equivalents: Sequence[Equivalent]) -> str:
+def doc_section(
+    rows: Sequence[dict[str, Any]],
+    equivalents: Sequence[Equivalent],
+    carried: Sequence[CarriedModule] = (),
+) -> str:
     runs = sorted({f"{row['date']} at commit {row['commit']}" for row in rows})
-    lines = [BEGIN, "", f"Produced by `nox -s mutation` ({'; '.join(runs)}).", ""]
-    lines += [markdown_table(rows), ""]
+    produced = f"Produced by `nox -s mutation` ({'; '.join(runs)})."
+    if carried:
+        produced += (
+            f" {len(carried)} module(s) not rerun keep the figures of their last run "
+            "(the `run` column), and are left out of the totals."
+        )
+    lines = [BEGIN, "", produced, ""]
+    lines += [markdown_table(rows, carried), ""]
     left = [(row, m) for row in rows for m in row["survived"]]
-    if left:
+    old = [line for module in carried for line in module.survivors]
+    if left or old:
         lines += ["Survivors left, and why no scenario kills them yet:", ""]
         lines += ["| module | where | line | mutated to | why |", "|---|---|---|---|---|"]
         for row, m in left:
@@ -230,9 +323,16 @@ def doc_section(rows: Sequence[dict[str, Any]], equivalents: Sequence[Equivalent
                 f"| `{name}` | `{m['where']}` | `{_escape(m['code'])}` | `{_escape(m['to'])}` "
                 f"| {why} |"
             )
+        for module in carried:
+            note = f" (from the run of {module.figures_of}; not rerun since)"
+            for line in module.survivors:
+                lines.append(
+                    line if "not rerun since" in line else line[: -len(" |")] + note + " |"
+                )
         lines.append("")
     lines += [
-        f"Equivalent mutants and mutants outside the contract ({len(equivalents)}, from "
+        "Equivalent mutants and mutants outside the contract "
+        f"({sum(e.count for e in equivalents)}, from "
         "`mutation/equivalents.yaml`; skipped on every run, and counted in the table):",
         "",
         "| module | where | line | mutated to | kind | why |",
@@ -240,7 +340,8 @@ def doc_section(rows: Sequence[dict[str, Any]], equivalents: Sequence[Equivalent
     ]
     for e in equivalents:
         lines.append(
-            f"| `{e.module}` | `{e.where}` | `{_escape(e.line)}` | `{_escape(e.to)}` | {e.kind} "
+            f"| `{e.module}` | `{e.where}`{f' ({e.count} lines alike)' if e.count > 1 else ''} "
+            f"| `{_escape(e.line)}` | `{_escape(e.to)}` | {e.kind} "
             f"| {_escape(e.reason)} |"
         )
     lines += ["", END]
@@ -248,11 +349,14 @@ def doc_section(rows: Sequence[dict[str, Any]], equivalents: Sequence[Equivalent
 
 
 def update_doc(
-    path: Path, rows: Sequence[dict[str, Any]], equivalents: Sequence[Equivalent]
+    path: Path,
+    rows: Sequence[dict[str, Any]],
+    equivalents: Sequence[Equivalent],
+    carried: Sequence[CarriedModule] = (),
 ) -> None:
     text = path.read_text(encoding="utf-8")
     pattern = re.compile(re.escape(BEGIN) + ".*?" + re.escape(END), re.DOTALL)
     if not pattern.search(text):
         raise SystemExit(f"error: {path} has no {BEGIN} ... {END} block to replace")
-    section = doc_section(rows, equivalents)
+    section = doc_section(rows, equivalents, carried)
     path.write_text(pattern.sub(lambda _: section, text), encoding="utf-8")

@@ -23,6 +23,8 @@ Usage::
     python mutation/run.py --module turn_loop.py   # one module
     python mutation/run.py --module executor.py --sample 8 --seed 1   # a fixed sample
     python mutation/run.py --update-doc docs/quality.md  # also rewrite the docs table
+    python mutation/run.py --update-doc docs/quality.md --doc-only --carry-over
+        # the docs table from the saved runs; modules without a fresh one keep their old row
 
 Exit codes: 0 every module scored at least ``--fail-under``; 1 one did not, or a listed
 equivalent was killed; 2 a usage error, a stale equivalents list, or a baseline that fails.
@@ -300,6 +302,13 @@ def main(argv: list[str] | None = None) -> int:
         "one is stale); with --doc-only, without running anything first",
     )
     parser.add_argument("--doc-only", action="store_true", help="with --update-doc: run nothing")
+    parser.add_argument(
+        "--carry-over",
+        action="store_true",
+        help="with --update-doc: a module with no fresh whole run keeps its row (and "
+        "survivors) from the document, marked as not rerun with the date of its figures, "
+        "instead of refusing the update",
+    )
     args = parser.parse_args(argv)
     try:
         specs = load_modules(HERE / "modules.yaml", ROOT)
@@ -356,12 +365,19 @@ def main(argv: list[str] | None = None) -> int:
         print(report.markdown_table(rows))
         print(report.survivors_text(results))
     if args.update_doc:
+        missing: list[tuple[str, str]] = []
         try:
-            saved = _saved_rows(args.work, equivalents, open_entries, ROOT)
+            saved = _saved_rows(
+                args.work, equivalents, open_entries, ROOT,
+                missing=missing if args.carry_over else None,
+            )  # fmt: skip
         except SelectionError as error:
             print(f"error: {error}", file=sys.stderr)
             return 2
-        report.update_doc(args.update_doc, saved, equivalents)
+        carried = report.carried_modules(args.update_doc, missing, stamp["date"])
+        report.update_doc(args.update_doc, saved, equivalents, carried)
+        for module, why in missing:
+            print(f"not rerun, carried over from the document: {module} ({why})")
         print(f"wrote the mutation section of {args.update_doc}")
     for problem in problems:
         print(f"FAIL: {problem}")
@@ -396,7 +412,11 @@ def fingerprint(
     room = Path(spec.path).parent
     kit_room = Path("conformance/_contracts") / spec.contract.replace("-", "_")
     folders = [room, kit_room, Path("conformance/_core"), Path("scenarios") / spec.contract]
-    mine = sorted(repr(e) for e in equivalents + open_entries if e.module == spec.key)
+    mine = sorted(
+        repr(e) + (f" x{e.count}" if e.count != 1 else "")
+        for e in equivalents + open_entries
+        if e.module == spec.key
+    )
     digest = hashlib.sha256(repr((spec, mine, _test_command(spec, 0)[1:])).encode())
     for folder in folders:
         for path in sorted((ROOT / folder).rglob("*")):
@@ -406,23 +426,40 @@ def fingerprint(
 
 
 def _saved_rows(
-    work: Path, equivalents: list[Equivalent], open_entries: list[Equivalent], root: Path
+    work: Path,
+    equivalents: list[Equivalent],
+    open_entries: list[Equivalent],
+    root: Path,
+    *,
+    missing: list[tuple[str, str]] | None = None,
 ) -> list[dict[str, Any]]:
-    """Every listed module's last whole run; refused if one is missing, sampled or stale."""
+    """Every listed module's last whole run; refused if one is missing, sampled or stale.
+
+    With ``missing`` given, such a module is appended to it as (module path, why)
+    instead, for the caller to carry over its figures from the document, marked as old.
+    """
     rows = []
     for spec in load_modules(HERE / "modules.yaml", root):
         saved = _work_dir(work, spec) / "result.json"
-        if not saved.is_file():
-            raise SelectionError(f"{spec.key} has no saved run; run it with --module {spec.key}")
-        row = json.loads(saved.read_text(encoding="utf-8"))
-        if row.get("not_sampled"):
-            raise SelectionError(f"{spec.key}: the saved run is a sample; run it whole")
-        if row.get("fingerprint") != fingerprint(spec, equivalents, open_entries):
-            raise SelectionError(
+        row = json.loads(saved.read_text(encoding="utf-8")) if saved.is_file() else None
+        if row is None:
+            why = "no saved run"
+            hint = f"{spec.key} has no saved run; run it with --module {spec.key}"
+        elif row.get("not_sampled"):
+            why = "only a sample was run"
+            hint = f"{spec.key}: the saved run is a sample; run it whole"
+        elif row.get("fingerprint") != fingerprint(spec, equivalents, open_entries):
+            why = f"its run of {row.get('date')} is stale"
+            hint = (
                 f"{spec.key}: the saved run is stale (the code, the scenarios or the "
                 f"equivalents changed since); run it again with --module {spec.key}"
             )
-        rows.append(row)
+        else:
+            rows.append(row)
+            continue
+        if missing is None:
+            raise SelectionError(hint)
+        missing.append((spec.path, why))
     return rows
 
 

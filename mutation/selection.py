@@ -103,6 +103,11 @@ class Equivalent:
     #: argument check, a default the kit always overrides, the wording of a message), so
     #: no conformance scenario may demand it.
     kind: str = "equivalent"
+    #: How many mutants the entry stands for: more than one only for the same mutation,
+    #: at the same column, of identical lines in one definition (two `return False` of
+    #: one loop), which nothing else tells apart; the reason must hold for each. Left out
+    #: of the repr (and so of the saved runs' fingerprints) while it is 1.
+    count: int = field(default=1, repr=False)
 
     def matches(self, mutant: Mutant) -> bool:
         return (
@@ -188,10 +193,17 @@ def load_equivalents(path: Path, key: str = "equivalents") -> list[Equivalent]:
                 operator=str(entry["operator"]),
                 reason=" ".join(str(entry["reason"]).split()),
                 col=int(col) if col is not None else None,
+                count=_count(entry.get("count", 1), f"{path}: {key}[{index}]"),
                 kind=kind,
             )
         )
     return entries
+
+
+def _count(value: object, where: str) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise SelectionError(f"{where}: count must be a whole number >= 1, not {value!r}")
+    return value
 
 
 class _Index(ast.NodeVisitor):
@@ -317,8 +329,12 @@ def classify(
     for entries, counts, key in ((mine, used, "equivalents"), (open_mine, open_used, "open")):
         for number, entry in enumerate(entries):
             count = counts.get(number, 0)
-            if count != 1:
-                what = "matches no mutant" if count == 0 else f"matches {count} mutants (add col:)"
+            if count != entry.count:
+                what = (
+                    "matches no mutant"
+                    if count == 0
+                    else f"matches {count} mutants, not {entry.count} (add col:, or count:)"
+                )
                 raise SelectionError(f"equivalents.yaml: {key}: {entry.describe()} {what}")
     for mutants in (verdict.run, verdict.annotations, verdict.invalid, verdict.out_of_scope):
         mutants.sort(key=lambda m: (m.line, m.col, m.operator))

@@ -135,6 +135,18 @@ def test_an_entry_that_matches_two_mutants_asks_for_a_column() -> None:
         classify(SPEC, SOURCE, twice, [_entry()], mutated=mutated)
 
 
+def test_an_entry_may_stand_for_identical_mutants_it_counts() -> None:
+    """``count:``: identical mutations of identical lines at one column, one reason."""
+    from dataclasses import replace
+
+    twice = [*PROPOSALS, _proposal("cmp2", "core/ReplaceComparisonOperator_Gt_GtE", 7, 30, 31)]
+    mutated = {**MUTATED, "cmp2": MUTATED["cmp"]}
+    verdict = classify(SPEC, SOURCE, twice, [replace(_entry(), count=2)], mutated=mutated)
+    assert {m.job_id for m, _ in verdict.equivalent} == {"cmp", "cmp2"}
+    with pytest.raises(SelectionError, match="matches 1 mutants, not 2"):
+        classify(SPEC, SOURCE, PROPOSALS, [replace(_entry(), count=2)], mutated=MUTATED)
+
+
 def test_open_entries_are_still_run() -> None:
     verdict = classify(SPEC, SOURCE, PROPOSALS, [], open_entries=[_entry()], mutated=MUTATED)
     assert "cmp" in {m.job_id for m in verdict.run}
@@ -158,3 +170,33 @@ def test_the_shipped_lists_load() -> None:
     for key in ("equivalents", "open"):
         for entry in load_equivalents(ROOT / "mutation" / "equivalents.yaml", key):
             assert entry.module in keys, entry.describe()
+
+
+def test_a_module_not_rerun_keeps_its_old_row_marked_with_its_date(tmp_path: Path) -> None:
+    """--carry-over: a module without a fresh whole run keeps the document's old row and
+    survivors, marked with the date of those figures, and stays out of the totals."""
+    import report
+
+    old_row = "| `_room/mod.py` | some-contract | 10 | 8 | 0 | 1 | 1 | 0 | 88.9% |"
+    survivor = "| `_room/mod.py` | `limit` | `a \\| b` | `a & b` | a reason |"
+    doc = tmp_path / "quality.md"
+    doc.write_text(
+        f"intro\n\n{report.BEGIN}\n\nProduced by `nox -s mutation` (2026-12-01 at commit "
+        f"abc1234).\n\n| module | ... |\n|---|\n{old_row}\n\n{survivor}\n\n{report.END}\n",
+        encoding="utf-8",
+    )
+    (carried,) = report.carried_modules(doc, [(SPEC.path, "no saved run")], "2026-12-02")
+    assert carried.figures_of == "2026-12-01"
+    assert carried.cells[2:4] == ("10", "8")
+    report.update_doc(doc, [], [], [carried])
+    text = doc.read_text(encoding="utf-8")
+    assert "| 88.9% | not rerun on 2026-12-02 (no saved run): figures of 2026-12-01 |" in text
+    assert "a reason (from the run of 2026-12-01; not rerun since) |" in text
+    assert "| all rerun (0 of 1 modules) |" in text
+    # carried again a day later: the date of the figures stays that of the run
+    (again,) = report.carried_modules(doc, [(SPEC.path, "no saved run")], "2026-12-03")
+    assert again.figures_of == "2026-12-01"
+    report.update_doc(doc, [], [], [again])
+    assert text.count("not rerun since") == doc.read_text(encoding="utf-8").count("not rerun since")
+    with pytest.raises(SystemExit, match="no earlier row"):
+        report.carried_modules(doc, [("reference/_room/other.py", "no saved run")], "x")

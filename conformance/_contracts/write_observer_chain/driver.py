@@ -347,11 +347,11 @@ class _Run:
         for rel, text in self.given.get("files", {}).items():
             target = self._inside(rel)
             target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(text, encoding="utf-8")
+            target.write_text(text, encoding="utf-8", newline="")
         for rel, text in self.given.get("outside", {}).items():
             target = self.outside / rel
             target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(text, encoding="utf-8")
+            target.write_text(text, encoding="utf-8", newline="")
         for rel, where in self.given.get("symlinks", {}).items():
             base = self.outside if "outside" in where else self.root
             _make_link(self.root / rel, base / where.get("outside", where.get("to", "")))

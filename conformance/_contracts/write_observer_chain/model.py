@@ -106,8 +106,18 @@ def _hook_calls_before(steps: list[dict[str, Any]], hook: str) -> int:
     )
 
 
+def _outside_folder_made(folder: str, outside: dict[str, Any]) -> bool:
+    """Whether ``outside`` makes ``folder`` (``""``: the outside folder itself)."""
+    return not folder or any(name.startswith(folder + "/") for name in outside)
+
+
 def _lint_links(given: dict[str, Any]) -> list[tuple[tuple[str | int, ...], str]]:
-    """Links are made after ``files``, each in a real folder; none may hide a file."""
+    """Links are made after ``files``, each in a real folder; none may hide a file.
+
+    A link out of the sandbox must lead into a folder that ``outside`` makes (a typo in
+    its folder would otherwise test nothing), but it may dangle there: a link whose
+    target does not exist yet is how a write creates a file where the link leads.
+    """
     problems: list[tuple[tuple[str | int, ...], str]] = []
     links = given.get("symlinks", {})
     files = set(given.get("files", {}))
@@ -119,17 +129,14 @@ def _lint_links(given: dict[str, Any]) -> list[tuple[tuple[str | int, ...], str]
         hidden = sorted(f for f in files if f == link or f.startswith(link + "/"))
         if hidden:
             problems.append((at, f"link {link!r} would replace the given file {hidden[0]!r}"))
-        if (
-            "outside" in target
-            and target["outside"] not in given.get("outside", {})
-            and not any(
-                name.startswith(target["outside"] + "/") for name in given.get("outside", {})
-            )
+        if "outside" in target and not _outside_folder_made(
+            target["outside"].rpartition("/")[0], given.get("outside", {})
         ):
             problems.append(
                 (
                     at,
-                    f"link {link!r} points to {target['outside']!r}, which `outside` does not create",
+                    f"link {link!r} points into {target['outside'].rpartition('/')[0]!r}, "
+                    "a folder `outside` does not create",
                 )
             )
     return problems

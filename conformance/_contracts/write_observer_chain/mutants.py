@@ -16,7 +16,7 @@ Three families, one module each:
 - ``mutant_chains``: the reference chain with one decision changed (:class:`SteppedChain`);
 - ``mutant_tools``: the reference write tools calling the chain at the wrong moment;
 - ``outsiders``: bugs written by people who saw only the docs, against their own
-  implementation (names start with ``out-woc-``); each batch is kept as it was written.
+  implementation (names start with ``out-woc-``, batch 4's ``out-woc4-``); each batch is kept as it was written.
 """
 
 from __future__ import annotations
@@ -37,7 +37,12 @@ from seamspec.conformance._contracts.write_observer_chain.mutant_chains import (
     SteppedChain,
 )
 from seamspec.conformance._contracts.write_observer_chain.mutant_tools import TOOL_MUTANTS
-from seamspec.conformance._contracts.write_observer_chain.outsiders import batch1, batch2, batch3
+from seamspec.conformance._contracts.write_observer_chain.outsiders import (
+    batch1,
+    batch2,
+    batch3,
+    batch4,
+)
 from seamspec.conformance._contracts.write_observer_chain.reference_adapter import (
     ReferenceWriteObservers,
 )
@@ -129,6 +134,16 @@ def _all() -> list[Mutant]:
             outsider=functools.partial(batch3.implementation, m.name),
         )
         for m in batch3.MUTANTS.values()
+    ]
+    found += [
+        Mutant(
+            m.name,
+            m.rule,
+            m.statement,
+            origin="outsider batch 4",
+            outsider=functools.partial(batch4.implementation, m.name),
+        )
+        for m in batch4.MUTANTS.values()
     ]
     return found
 

@@ -86,7 +86,11 @@ class SeamChecks(OracleBase):
             # A tool that raised counts as one that reported an error (the driver says ok=false).
             said = result.get("raised") or result.get("message")
             if afters:
-                rule = "WOC-SEAM-NO-ERROR" if after != before else "WOC-SEAM-FAILED-WRITE"
+                # after_write ran, so the tool took its mutation for a success. If the file
+                # had changed as asked when the first observer looked (a formatter may have
+                # put it back since), an observer's doing turned that success into an error.
+                took = after != before or afters[0].get("sees") in post_images(verb, body, before)
+                rule = "WOC-SEAM-NO-ERROR" if took else "WOC-SEAM-FAILED-WRITE"
                 self.flag(
                     rule, f"{call}: {verb} reported failure ({said!r}) yet after_write was called"
                 )
@@ -105,6 +109,13 @@ class SeamChecks(OracleBase):
             return
         self.check_hook_run(call, "before_write", interrupted_at=None)
         after_entered = self.check_hook_run(call, "after_write", interrupted_at=None)
+        if not afters and self.leaves:
+            # A reported success is a write (even of the bytes the file held): it is observed.
+            self.flag(
+                "WOC-SEAM-POST",
+                f"{call}: the {verb} tool reported success but never called after_write, so "
+                "no observer saw the file it wrote and no annotation could reach the result",
+            )
         for _, e in entered:
             if e.get("hook") == "before_write" and e.get("sees") != before:
                 self.flag(

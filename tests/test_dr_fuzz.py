@@ -55,8 +55,7 @@ def test_mutant_is_caught_and_the_saved_failure_replays(
         "dr-journal-ok-before-fsync",
         "dr-journal-verify-ignores-chain",
         # Found only by its own forgery: a `seq` of the right value and the wrong type.
-        # (The re-encoding and the flipped last newline need more than 300 examples
-        # under the default profile: tests/fuzz_mutants_wire.py runs 500.)
+        # (tests/fuzz_mutants_wire.py runs every journal mutant, 500 examples over the wire.)
         "dr-journal-verify-loose-types",
     ],
 )
@@ -69,6 +68,31 @@ def test_journal_mutant_is_caught_by_a_journal_scenario(
         assert failure is not None, f"{name} survived 300 generated scenarios"
         assert failure.document["requires"] == ["signed-journal"]
         assert failure.document["given"]["recorder"] == {"journal": True}
+        path = save_failure(failure, tmp_path)
+        scenarios, problems = validate_files([path])
+        assert not problems, problems
+        (scenario,) = scenarios
+        assert judge(scenario, mutant.run(scenario.request()))
+        assert not judge(scenario, reference.run(scenario.request()))
+    finally:
+        mutant.close()
+
+
+@pytest.mark.parametrize(
+    "name", ["dr-journal-reopen-cuts-away-damage", "dr-journal-reopen-restarts-the-chain"]
+)
+def test_reopen_mutant_is_caught_on_an_existing_or_reopened_journal(
+    name: str, reference: Adapter, tmp_path: Path
+) -> None:
+    """The generator starts journals on files that already hold one (whole, torn or
+    damaged) and reopens the recorder mid-turn: what DR-JOURNAL-REOPEN is about."""
+    mutant = load_adapter(f"mutant:{name}")
+    try:
+        failure = fuzz(mutant, CONTRACT, examples=300, seed=1)
+        assert failure is not None, f"{name} survived 300 generated scenarios"
+        document = failure.document
+        reopened = any("reopen_journal" in step for step in document["when"])
+        assert reopened or "existing_journal" in document["given"]["recorder"]
         path = save_failure(failure, tmp_path)
         scenarios, problems = validate_files([path])
         assert not problems, problems

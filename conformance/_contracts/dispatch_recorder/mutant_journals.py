@@ -315,8 +315,17 @@ def _scan(
 
 
 def _verifies(sig: str, message: bytes, key: Ed25519PublicKey) -> bool:
+    """The reference's signature check: canonical (lower-case) hex, then Ed25519.
+
+    ``bytes.fromhex`` alone also takes upper-case digits, which would give every verifier
+    built on this a second mistake (the outsider's ``sig_hex_case_insensitive``): each
+    must keep only its own, or fuzzing finds it by the wrong one.
+    """
     try:
-        key.verify(bytes.fromhex(sig), message)
+        signature = bytes.fromhex(sig)
+        if signature.hex() != sig:
+            return False
+        key.verify(signature, message)
     except (InvalidSignature, ValueError):
         return False
     return True

@@ -20,7 +20,9 @@ past the record limit, so that a redaction recorded after it must still get its 
 limit. Nothing healthy races a limit (docs/scenarios.md, "Time limits").
 
 About one turn in four records through the implementation's signed journal instead
-(``requires: [signed-journal]``), and the kit then verifies it, untouched and/or after
+(``requires: [signed-journal]``): into a new file or one that already holds a journal
+(whole, with a torn tail, or damaged, which the recorder must refuse), sometimes closed
+and opened again while a tool is held; the kit then verifies it, untouched and/or after
 one tampering (:mod:`.strategies_journal`).
 """
 
@@ -33,6 +35,7 @@ from hypothesis import strategies as st
 
 from seamspec.conformance._contracts.dispatch_recorder.model import PRE_KINDS, failed
 from seamspec.conformance._contracts.dispatch_recorder.strategies_journal import (
+    existing_journal,
     journal_checks,
     journal_plans,
 )
@@ -52,7 +55,7 @@ RULE_ORDER = (
     "DR-INJECT-FAIL", "DR-REDACT", "DR-REDACT-FAIL", "DR-OUTCOME-TEXT", "DR-ABSENT",
     "DR-NO-MUTATION", "DR-APPROVAL", "DR-RAISE", "DR-HANG", "DR-CANCEL", "DR-BOTH",
     "DR-COMMIT-BARRIER", "DR-COMMIT-STEP", "DR-COMMIT-FINAL", "DR-COMMIT-FAIL",
-    "DR-COMMIT-DEFAULT", "DR-JOURNAL-DURABLE", "DR-JOURNAL-VERIFY",
+    "DR-COMMIT-DEFAULT", "DR-JOURNAL-DURABLE", "DR-JOURNAL-VERIFY", "DR-JOURNAL-REOPEN",
 )  # fmt: skip
 #: A limit the scenario never lets run out (a deaf record or commit released right after
 #: the cancellation): long, since it costs nothing.
@@ -297,7 +300,14 @@ def _timing(given: dict[str, Any], sim: _Sim, shape: str, how: str) -> list[dict
     if shape == "commit_late":
         given["commit_time_limit"] = LIMIT
         return [*start, {"release_late": "receipt"}, *end]
-    tool = _first_tool(sim, given["provider"]) if shape == "slow_tool" else None
+    tool = _first_tool(sim, given["provider"]) if shape in ("slow_tool", "reopen") else None
+    if tool is not None and shape == "reopen":
+        # The journal is closed and opened again while the first tool to run is held: its
+        # redaction and every later record go through the reopened recorder.
+        sim.rules.add("DR-JOURNAL-REOPEN")
+        given["tools"] = {tool: {"gate": "disk"}}
+        return [*start, {"wait_tool": {"count": 1}}, {"reopen_journal": {}},
+                {"release": "disk"}, *end]  # fmt: skip
     if tool is not None:
         sim.rules.add("DR-HANG")
         given["tools"] = {tool: {"gate": "disk"}}
@@ -311,7 +321,7 @@ def _timing(given: dict[str, Any], sim: _Sim, shape: str, how: str) -> list[dict
 @st.composite
 def dr_scenarios(draw: st.DrawFn) -> dict[str, Any]:
     """One scenario document (without ``id``), valid against the scenario schema."""
-    if draw(st.integers(0, 3)) == 3:  # one in four; shrinks towards the scripted kinds
+    if draw(st.integers(0, 1)) == 1:  # one in two; shrinks towards the scripted kinds
         recorder_kind = "journal"
     else:
         recorder_kind = draw(
@@ -338,6 +348,8 @@ def dr_scenarios(draw: st.DrawFn) -> dict[str, Any]:
         shape = draw(st.sampled_from(SHAPES))
     elif recorder_kind == "default":
         shape = draw(st.sampled_from(("plain", "slow_tool")))
+    elif plan is not None and plan.reopen:
+        shape = "reopen"
     how = {"commit_late": "deaf_late"}.get(shape) or draw(st.sampled_from(CANCEL_HOW))
     approver = draw(st.integers(0, 4)) != 0  # one turn in five has no approver wired
     sim = _Sim(draw, recorder_kind, shape, how, approver)
@@ -351,7 +363,15 @@ def dr_scenarios(draw: st.DrawFn) -> dict[str, Any]:
         given["policy"] = policy
     recorder: dict[str, Any] | None = None
     if recorder_kind == "journal":
+        assert plan is not None
         recorder = {"journal": True}
+        existing = existing_journal(plan, len(sim.records))
+        if existing is not None:
+            recorder["existing_journal"] = existing
+            sim.rules.add("DR-JOURNAL-REOPEN")
+        if existing is not None and "damaged_entry" in existing:
+            given["recorder"] = recorder
+            return _refused(given)
     elif recorder_kind != "none":
         recorder = {}
         if sim.record_script:
@@ -369,7 +389,9 @@ def dr_scenarios(draw: st.DrawFn) -> dict[str, Any]:
     journal: list[dict[str, Any]] = []
     if recorder_kind == "journal":
         assert plan is not None
-        checks, journal = journal_checks(plan, len(sim.records))
+        assert recorder is not None
+        earlier = int(recorder.get("existing_journal", {}).get("entries", 0))
+        checks, journal = journal_checks(plan, earlier + len(sim.records))
         when += checks
         sim.rules.add("DR-JOURNAL-VERIFY")
     all_ids = [c["id"] for s in provider for c in s.get("calls", [])]
@@ -383,13 +405,26 @@ def dr_scenarios(draw: st.DrawFn) -> dict[str, Any]:
     }
     if journal:
         then["journal"] = journal
+    rules = [r for r in RULE_ORDER if r in sim.rules] or ["DR-NO-MUTATION"]
+    return _document(rules, recorder_kind == "journal", given, when, then)
+
+
+def _refused(given: dict[str, Any]) -> dict[str, Any]:
+    """A journal turn on a file that does not verify: the recorder must refuse to open
+    it (and leave it as it is, which the oracle checks), so nothing runs or is recorded."""
+    return _document(["DR-JOURNAL-REOPEN"], True, given, [{"turn": "t1"}], {"records": []})
+
+
+def _document(
+    rules: list[str], journal: bool, given: dict[str, Any], when: list[Any], then: dict[str, Any]
+) -> dict[str, Any]:
     head: dict[str, Any] = {"tags": ["generated"]}
-    if recorder_kind == "journal":
+    if journal:
         head = {"tags": ["generated", "journal"], "requires": ["signed-journal"]}
     return {
         "title": "Generated: a random turn judged by the oracle",
         "contract": "dispatch-recorder",
-        "rules": [r for r in RULE_ORDER if r in sim.rules] or ["DR-NO-MUTATION"],
+        "rules": rules,
         "level": "MUST",
         # `then` pins seamspec's own decisions too (texts, the final commit, approvals);
         # the oracle still judges each upstream rule under the default profile.

@@ -1,12 +1,17 @@
-"""The journal half of the DR scenario generator: tamperings, and what a verifier must say.
+"""The journal half of the DR scenario generator: the file before and after the turn.
 
-Split from :mod:`.strategies` because it reasons about the file, not the turn. Besides
-the framing damage (a flipped byte, a deleted, swapped or duplicated entry, a cut tail)
-and the kit's forgeries (edits, re-encodings, re-signed or spliced entries), it forges
-what a loosened verifier misses: a sequence number of the right value but the wrong JSON
-type (``true`` for 1, ``false`` for 0, ``2.0`` for 2), the same entry in escaped or
-re-spaced bytes, and the last entry's newline replaced (a whole entry, so damage, not a
-torn tail).
+Split from :mod:`.strategies` because it reasons about the file, not the turn. Before the
+turn, the file may already hold a journal of the scenario's key (:data:`STARTS`): whole
+entries, whole entries and a torn tail, or entries one of which was changed after it was
+signed (which the recorder must refuse and leave alone); during it, the recorder may be
+closed and opened again while a tool is held. After it, the kit verifies the file,
+untouched and/or after one tampering (:data:`RECIPES`): the framing damage (a flipped
+byte, a deleted, swapped or duplicated entry, a cut tail) and the kit's forgeries (edits,
+re-encodings, re-signed or spliced entries), each with the variants a loosened verifier
+misses: a sequence number of the right value but the wrong JSON type (``true`` for 1,
+``false`` for 0, ``2.0`` for 2), the same entry in escaped, re-spaced or upper-case
+bytes, a forgery signed without the domain prefix, the last entry's newline replaced or
+cut (a whole entry, so damage, not a torn tail).
 """
 
 from __future__ import annotations
@@ -17,13 +22,50 @@ from hypothesis import strategies as st
 
 from seamspec.conformance._contracts.dispatch_recorder.model import tamper_index
 
-__all__ = ["FORGERIES", "TAMPER", "JournalPlan", "journal_checks", "journal_plans"]
+__all__ = [
+    "FORGERIES",
+    "RECIPES",
+    "STARTS",
+    "TAMPER",
+    "JournalPlan",
+    "existing_journal",
+    "journal_checks",
+    "journal_plans",
+]
 
 #: Tamperings whose verdict the generator states itself; ``swap`` needs two entries.
 TAMPER = ("flip_byte", "delete", "swap", "duplicate", "truncate_bytes")
 #: Tamperings that need the kit's key; what a verifier must then say is the kit's own
 #: reading of the file (the oracle compares), so their ``then`` pins nothing.
 FORGERIES = ("edit", "reencode", "forge", "splice", "append")
+#: Every tampering the generator makes, drawn uniformly, one line per group of variants
+#: that the same loosened verifiers miss (``kind:variant``; the plan's numbers choose
+#: within a group). Drawn as one choice among the kinds, then one among each kind's
+#: variants, the rare variants came up a few times in 500 examples or never (at seed 1
+#: not one forgery signed without the domain prefix, not one newline cut).
+RECIPES = (
+    "flip_byte:anywhere", "whole_last_entry", "truncate_bytes:torn",
+    "delete", "swap", "duplicate",
+    "edit:seq_same_value", "edit:value",
+    "reencode:json", "reencode:uppercase_sig", "reencode:uppercase_prev",
+    "forge:valid", "forge:no_domain", "forge:other_signer",
+    "splice", "append",
+)  # fmt: skip
+#: Within a group: the fields an edit changes (the value "edited"), the re-encodings of
+#: the same JSON, the wrong signers of a forgery.
+EDITED = ("seq", "mutation.tool_name", "mutation.tool_call_id")
+JSON_STYLES = ("escaped", "spaces", "reordered_keys")
+OTHER_SIGNERS = ("other_domain", "other_key")
+#: The tamperings that need the untouched end of the file (see :func:`journal_checks`).
+AT_THE_END = ("whole_last_entry", "truncate_bytes:torn", "append")
+#: What the file holds before the turn: nothing; ``existing`` whole entries of the
+#: scenario's key; the same and a torn tail; or entries one of which was changed after it
+#: was signed (a journal that does not verify: refused, and left as it is).
+STARTS = ("new", "new", "new", "new", "existing", "existing", "torn", "torn", "damaged")
+#: The most tamperings after one turn, each verified at once (see :func:`journal_checks`).
+ROUNDS = 4
+#: How the kit verifies after the turn: untouched, tampered, or both.
+MODES = ("tamper", "verify+tamper", "tamper", "verify+tamper", "verify")
 #: Fewer bytes than any entry's line (a signature alone is 128 hex digits): a cut is torn.
 MAX_CUT = 150
 
@@ -40,13 +82,30 @@ class JournalPlan:
     """Choices drawn at the start of a journal scenario, spent once the turn is known.
 
     Drawn late, after a long turn, hypothesis varied these choices badly (in 500
-    examples not one ``forge``); drawn first, they vary as much as any. Each
-    ``sampled_from``/``integers``/``booleans`` call takes the next drawn number.
+    examples not one ``forge``); drawn first, they vary as much as any. The named choices
+    (what the file holds first, whether the recorder is reopened, how it is verified, the
+    tampering) are hypothesis's own draws, so that they vary and shrink independently;
+    the numbers that depend on the turn (which entry, which byte) come from ``numbers``,
+    each ``integers``/``booleans`` call taking the next one.
     """
 
-    SIZE = 12
+    SIZE = 8
 
-    def __init__(self, numbers: list[int]) -> None:
+    def __init__(
+        self,
+        *,
+        start: str,
+        existing: int,
+        reopen: bool,
+        mode: str,
+        recipes: list[str],
+        numbers: list[int],
+    ) -> None:
+        self.start = start
+        self.existing = existing if start != "new" else 0
+        self.reopen = reopen
+        self.mode = mode
+        self.recipes = recipes
         self._numbers = numbers
         self._next = 0
 
@@ -55,10 +114,6 @@ class JournalPlan:
         self._next += 1
         return value
 
-    def sampled_from(self, options: Any) -> Any:
-        options = tuple(options)
-        return options[self._take() % len(options)]
-
     def integers(self, low: int, high: int) -> int:
         return low + self._take() % (high - low + 1)
 
@@ -66,52 +121,90 @@ class JournalPlan:
         return self._take() % 2 == 1
 
 
-#: The plan's numbers, drawn first in a journal scenario.
-journal_plans = st.lists(
-    st.integers(0, 2**16), min_size=JournalPlan.SIZE, max_size=JournalPlan.SIZE
-).map(JournalPlan)
+#: The plan, drawn first in a journal scenario.
+journal_plans = st.builds(
+    JournalPlan,
+    start=st.sampled_from(STARTS),
+    existing=st.integers(1, 4),
+    reopen=st.integers(0, 2).map(lambda n: n == 2),  # one journal turn in three
+    mode=st.sampled_from(MODES),
+    # one list: hypothesis's mutator copies its items over each other, varying them too
+    recipes=st.lists(st.sampled_from(RECIPES), min_size=1, max_size=ROUNDS),
+    numbers=st.lists(st.integers(0, 2**16), min_size=JournalPlan.SIZE, max_size=JournalPlan.SIZE),
+)
 
 
-def _tampering(draw: JournalPlan, entries: int) -> dict[str, Any]:
-    """One tampering of a journal of ``entries`` (at least one) entries."""
-    last = entries - 1
-    # The forgeries twice: each has variants that only one loosened verifier misses.
-    framing = [k for k in TAMPER if k != "swap" or entries > 1]
-    kind = draw.sampled_from([*framing, "flip_byte", *FORGERIES, *FORGERIES])
+def existing_journal(plan: JournalPlan, records: int) -> dict[str, Any] | None:
+    """The ``existing_journal`` the plan asks for, or None for a new file.
+
+    A torn tail needs a record after it: the rule has the recorder cut it "before anything
+    is appended", so a turn that appends nothing proves nothing about it.
+    """
+    if plan.start == "new" or (plan.start == "torn" and not records):
+        return None
+    existing: dict[str, Any] = {"entries": plan.existing}
+    if plan.start == "torn":
+        existing["torn_tail"] = True
+    elif plan.start == "damaged":
+        existing["damaged_entry"] = plan.integers(0, plan.existing - 1)
+    return existing
+
+
+def _tampering(draw: JournalPlan, recipe: str, entries: int, below: int) -> dict[str, Any]:
+    """One tampering of a journal of ``entries`` (at least one) entries that touches none
+    from ``below`` on (``below == entries``: any)."""
+    last, first_round = below - 1, below == entries
+    kind, _, variant = recipe.partition(":")
+    if kind == "swap" and below < 2:
+        kind = "duplicate"  # nothing to swap with: damage of the same kind
+    if kind == "whole_last_entry":  # its newline flipped or cut: damage, not a torn tail
+        if draw.booleans():
+            return {"flip_byte": {"entry": last, "offset": -1}}
+        return {"truncate_bytes": 1}
     entry = draw.integers(0, last)
     if kind == "edit":
-        field = draw.sampled_from(("seq", "seq", "mutation.tool_name", "mutation.tool_call_id"))
-        same = field == "seq" and draw.integers(0, 2) > 0
-        value = _same_value(entry) if same else "edited"
-        return {kind: {"entry": entry, "field": field, "value": value}}
+        if variant == "seq_same_value":
+            return {kind: {"entry": entry, "field": "seq", "value": _same_value(entry)}}
+        field = EDITED[draw.integers(0, len(EDITED) - 1)]
+        return {kind: {"entry": entry, "field": field, "value": "edited"}}
     if kind == "reencode":
-        style = draw.sampled_from(
-            ("escaped", "spaces", "reordered_keys", "uppercase_sig", "uppercase_prev")
-        )
-        return {kind: {"entry": entry, "style": style}}
+        if variant == "json":
+            variant = JSON_STYLES[draw.integers(0, len(JSON_STYLES) - 1)]
+        return {kind: {"entry": entry, "style": variant}}
     if kind == "forge":
         # A valid re-signed and re-chained journal is the only one that verifies with
         # other mutations than were recorded (a verifier that remembers shows it): often.
-        signature = draw.sampled_from(("valid", "valid", "no_domain", "other_domain", "other_key"))
-        rechain = draw.integers(0, 3) > 0
-        return {kind: {"entry": entry, "signature": signature, "rechain": rechain}}
+        # Re-chaining re-signs the entries after it, so only on an untouched journal.
+        rechain = first_round and (variant == "valid" or draw.booleans())
+        if variant == "other_signer":
+            variant = OTHER_SIGNERS[draw.integers(0, len(OTHER_SIGNERS) - 1)]
+        return {kind: {"entry": entry, "signature": variant, "rechain": rechain}}
     if kind == "splice":
-        return {kind: {"entry": entry, "from_entry": draw.integers(0, last)}}
+        return {kind: {"entry": entry, "from_entry": draw.integers(0, entries - 1)}}
     if kind == "append":
         return {kind: {}}
     if kind == "flip_byte":  # the default mask 0x01 never turns a byte into an equivalent one
-        # -1 is the entry's newline: on the last entry, a whole entry with no newline.
-        if draw.booleans():  # the last entry's newline: a whole entry, not a torn tail
-            return {kind: {"entry": last, "offset": -1}}
+        # -1 is the entry's newline (on the last entry: a whole entry with no newline)
         offset = -1 if draw.booleans() else draw.integers(0, 300)
         return {kind: {"entry": entry, "offset": offset}}
     if kind == "swap":
         first = draw.integers(0, last - 1)
         return {kind: [first, draw.integers(first + 1, last)]}
-    if kind == "truncate_bytes":
-        # One byte cuts only the newline: a whole entry again, not a torn tail.
-        return {kind: 1 if draw.booleans() else draw.integers(2, MAX_CUT)}
+    if kind == "truncate_bytes":  # more than the newline: a torn tail
+        return {kind: draw.integers(2, MAX_CUT)}
     return {kind: entry}
+
+
+def _lowest(op: dict[str, Any], entries: int) -> int:
+    """The first entry ``op`` changed (``entries``: none, it appended)."""
+    kind, body = next(iter(op.items()))
+    if kind == "append":
+        return entries
+    if kind == "truncate_bytes":
+        return entries - 1
+    if kind == "swap":
+        return int(min(body))
+    return int(body if isinstance(body, int) else body["entry"])
 
 
 def _verdict(op: dict[str, Any], entries: int) -> dict[str, Any]:
@@ -132,19 +225,36 @@ def _verdict(op: dict[str, Any], entries: int) -> dict[str, Any]:
 def journal_checks(
     draw: JournalPlan, entries: int
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """The verification steps after the turn, and what each one must report."""
+    """The verification steps after the turn, and what each one must report.
+
+    Up to :data:`ROUNDS` tamperings, each verified at once, each on entries before every one the
+    earlier ones changed: a verifier names the first bad entry, so each verdict is about
+    the latest tampering alone, and one scenario tries as many verifier mistakes.
+    (Hypothesis varies a scenario's first choices only between its fresh examples, about
+    one in six: one tampering per scenario left most of the variants untried.) Those that
+    need the file's end (cuts, appends, a last newline) or re-sign what follows (a forgery
+    re-chained) come first or not at all.
+    """
     when: list[dict[str, Any]] = []
     then: list[dict[str, Any]] = []
-    modes = ("tamper", "verify+tamper", "tamper", "verify+tamper", "verify")
-    mode = draw.sampled_from(modes) if entries else "verify"
+    mode = draw.mode if entries else "verify"
     if mode != "tamper":
         when.append({"verify_journal": {"anchored": True} if draw.booleans() else {}})
         then.append({"ok": True, "entries": entries, "bad_index": None})
-    if mode != "verify":
-        op = _tampering(draw, entries)
+    if mode == "verify":
+        return when, then
+    below = entries
+    for recipe in draw.recipes:
+        if below < 1:
+            break
+        if below < entries and recipe in AT_THE_END:
+            continue  # the end of the file was changed already
+        op = _tampering(draw, recipe, entries, below)
         # Only the anchor (the number of OK'd records) reveals a whole last entry deleted.
         anchored = op.get("delete") == entries - 1 or draw.booleans()
         when.append({"tamper_journal": op})
         when.append({"verify_journal": {"anchored": True} if anchored else {}})
         then.append(_verdict(op, entries))
+        below = min(_lowest(op, entries), below)
+        entries += {"delete": -1, "duplicate": 1, "append": 1}.get(next(iter(op)), 0)
     return when, then

@@ -143,6 +143,7 @@ _ALL += [
         outsider=functools.partial(batch4.implementation, m.name),
     )
     for m in batch4.MUTANTS.values()
+    if m.name not in batch4.UNSEEN
 ]
 
 #: Every shell-output mutant, by name: the kit's own first, then each outsider batch.

@@ -35,13 +35,14 @@ from seamspec.conformance import (
 from seamspec.conformance._contracts.shell_output.mutants import MUTANTS, mutant_adapter
 from seamspec.conformance._contracts.shell_output.outsiders import base as outsider_base
 from seamspec.conformance._contracts.shell_output.outsiders import base2 as outsider_base2
-from seamspec.conformance._contracts.shell_output.outsiders import batch1, batch2
+from seamspec.conformance._contracts.shell_output.outsiders import base4 as outsider_base4
+from seamspec.conformance._contracts.shell_output.outsiders import batch1, batch2, batch4
 from seamspec.conformance._core.runner import Finding
 
 from ._mutant_matrix import describe, run_matrix
 
 CONTRACT = "shell-output"
-CONTROLS = ("outsider-base-1", "outsider-base-2")
+CONTROLS = ("outsider-base-1", "outsider-base-2", "outsider-base-4", "outsider-base-4-trio")
 
 #: Scenarios run side by side: most of a run is spent waiting for children and gates,
 #: and no mutant's verdict hinges on timing (bounds are gated and generous).
@@ -80,6 +81,8 @@ def _adapter(name: str) -> Adapter:
         return outsider_base.build()
     if name == "outsider-base-2":
         return outsider_base2.build()
+    if name.startswith("outsider-base-4"):
+        return outsider_base4.build("trio" if name.endswith("-trio") else "asyncio")
     return mutant_adapter(name)
 
 
@@ -144,14 +147,23 @@ def test_soo_mutants_load_as_adapters() -> None:
 
 @pytest.mark.parametrize(
     ("batch", "origin", "size"),
-    [(batch1.MUTANTS, "outsider batch 1", 16), (batch2.MUTANTS, "outsider batch 2", 7)],
+    [
+        (batch1.MUTANTS, "outsider batch 1", 16),
+        (batch2.MUTANTS, "outsider batch 2", 7),
+        (batch4.MUTANTS, "outsider batch 4", 7),
+    ],
 )
 def test_outsider_batch_is_registered_whole(
-    batch: Mapping[str, batch1.OutsiderMutant | batch2.OutsiderMutant], origin: str, size: int
+    batch: Mapping[str, batch1.OutsiderMutant | batch2.OutsiderMutant | batch4.OutsiderMutant],
+    origin: str,
+    size: int,
 ) -> None:
     """Every variant of a batch is a mutant, under its own name, rule and statement."""
     for name, variant in batch.items():
-        assert name.startswith("out-soo-")
+        assert name.startswith(("out-soo-", "out-soo4-"))
+        if name in batch4.UNSEEN:
+            assert name not in MUTANTS, f"{name} is listed as unseen, yet registered"
+            continue
         mutant = MUTANTS[name]
         assert (mutant.rule, mutant.statement) == (variant.rule, variant.statement)
         assert mutant.origin == origin

@@ -25,7 +25,7 @@ from seamspec.conformance._contracts.shell_output.driver import (
     ShellOutputDriver,
     ShellOutputImplementation,
 )
-from seamspec.conformance._contracts.shell_output.outsiders import batch1, batch2
+from seamspec.conformance._contracts.shell_output.outsiders import batch1, batch2, batch4
 from seamspec.conformance._contracts.shell_output.reference_adapter import ReferenceShellOutput
 from seamspec.conformance._core.python_adapter import PythonAdapter
 from seamspec.reference import ObservationSession, ShellRunner
@@ -132,6 +132,18 @@ _ALL += [
         outsider=functools.partial(batch2.implementation, m.name),
     )
     for m in batch2.MUTANTS.values()
+]
+
+_ALL += [
+    Mutant(
+        m.name,
+        m.rule,
+        m.statement,
+        origin="outsider batch 4",
+        outsider=functools.partial(batch4.implementation, m.name),
+    )
+    for m in batch4.MUTANTS.values()
+    if m.name not in batch4.UNSEEN
 ]
 
 #: Every shell-output mutant, by name: the kit's own first, then each outsider batch.

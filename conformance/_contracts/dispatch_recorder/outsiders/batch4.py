@@ -252,8 +252,6 @@ PENDING: dict[str, str] = {
     "out-dr4-retry-transient-record-error": "no scripted record raises an OSError yet",
     "out-dr4-failure-text-not-withheld": "no scenario redacts a raised tool's result",
     "out-dr4-commit-list-cleared-after-commit": "the kit reads a commit's list only on entry",
-    "out-dr4-torn-only-journal-refused": "existing_journal needs at least one entry",
-    "out-dr4-empty-rewrite-runs-original": "no scenario rewrites arguments to the empty string",
 }
 
 

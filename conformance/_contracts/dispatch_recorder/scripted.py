@@ -54,6 +54,20 @@ class ScriptedFailure(Exception):
     """The failure a scenario scripted for a participant (``raise: message``)."""
 
 
+#: The built-in exception classes a scripted ``raise`` may also be (``exception: NAME``),
+#: so that a harness which handles some classes differently (retrying a "transient"
+#: OSError, say) meets them; each is still a :class:`ScriptedFailure`, named as the class.
+RAISABLE: dict[str, type[ScriptedFailure]] = {
+    base.__name__: type(base.__name__, (ScriptedFailure, base), {})
+    for base in (ConnectionError, TimeoutError, OSError)
+}
+
+
+def scripted_failure(behaviour: Mapping[str, Any]) -> ScriptedFailure:
+    """The exception a ``raise`` behaviour raises: of its ``exception`` class, if named."""
+    return RAISABLE.get(str(behaviour.get("exception")), ScriptedFailure)(behaviour["raise"])
+
+
 def dump(messages: Sequence[Message]) -> list[dict[str, Any]]:
     return [
         {"role": m.role, "content": m.content, "tool_call_id": m.tool_call_id} for m in messages
@@ -150,7 +164,7 @@ async def _perform(behaviour: dict[str, Any], gates: Gates) -> RecordOutcome:
     if behaviour.get("hang"):
         await anyio.sleep_forever()
     if "raise" in behaviour:
-        raise ScriptedFailure(behaviour["raise"])
+        raise scripted_failure(behaviour)
     if "error" in behaviour:
         return RecordError(behaviour["error"])
     return OK

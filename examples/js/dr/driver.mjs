@@ -23,10 +23,15 @@ class Unmet extends Error {}
 /** The journal recorder would not open the file the kit gave it (it does not verify). */
 class JournalRefused extends Error {}
 
+// A scripted `raise`; with `exception: NAME` an Error of that name with the matching
+// system error code, as a harness that retries "transient" errors would test for.
+const ERROR_CODES = { ConnectionError: "ECONNRESET", TimeoutError: "ETIMEDOUT", OSError: "EIO" };
+
 class ScriptedFailure extends Error {
-  constructor(message) {
+  constructor(message, exception) {
     super(message);
-    this.name = "ScriptedFailure";
+    this.name = exception ?? "ScriptedFailure";
+    if (exception) this.code = ERROR_CODES[exception];
   }
 }
 
@@ -159,7 +164,7 @@ class Run {
       await Promise.race([this.gate(behaviour.gate).opened, aborted(signal)]);
     }
     if (behaviour.hang) await aborted(signal);
-    if ("raise" in behaviour) throw new ScriptedFailure(behaviour.raise);
+    if ("raise" in behaviour) throw new ScriptedFailure(behaviour.raise, behaviour.exception);
     if ("error" in behaviour) return new RecordError(behaviour.error);
     return OK;
   }

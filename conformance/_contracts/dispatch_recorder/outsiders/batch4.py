@@ -249,7 +249,6 @@ VARIANTS: dict[str, Variant] = {
 
 #: Variants kept but not yet registered as mutants (no scenario kills them yet), with why.
 PENDING: dict[str, str] = {
-    "out-dr4-retry-transient-record-error": "no scripted record raises an OSError yet",
     "out-dr4-commit-list-cleared-after-commit": "the kit reads a commit's list only on entry",
 }
 

@@ -222,16 +222,40 @@ class ScriptedRecordOnly(_Traced, RecorderBase):
 
 
 class ScriptedRecorder(ScriptedRecordOnly):
-    """A scripted recorder with its own (traced, scripted) ``commit_accepted_step``."""
+    """A scripted recorder with its own (traced, scripted) ``commit_accepted_step``.
+
+    It keeps each list it was handed, as a recorder may (upstream hands it the step's
+    ``Vec<Message>`` by value: the list is the recorder's from then on), so that
+    :meth:`changed_commits` can tell whether the harness changed one afterwards.
+    """
+
+    def __init__(self, script: Mapping[str, Any], tracer: Tracer, gates: Gates) -> None:
+        super().__init__(script, tracer, gates)
+        self.kept: list[tuple[int, Sequence[Message], list[dict[str, Any]]]] = []
 
     async def commit_accepted_step(self, messages: Sequence[Message]) -> RecordOutcome:
         n = self.commits
         self.commits += 1
         behaviour = behaviour_for(self.script.get("commit"), n)
+        held = dump(messages)
+        self.kept.append((n, messages, held))
         outcome: RecordOutcome = await self.traced(
-            "commit", n, lambda: _perform(behaviour, self.gates), messages=dump(messages)
+            "commit", n, lambda: _perform(behaviour, self.gates), messages=held
         )
         return outcome
+
+    def changed_commits(self) -> list[tuple[int, list[dict[str, Any]]]]:
+        """Each commit whose list no longer holds what it held when it was handed over,
+        with what it holds now (read at the turn's end)."""
+        changed = []
+        for n, messages, held in self.kept:
+            try:
+                now = dump(messages)
+            except Exception as error:  # a list the harness broke is still a change
+                now = [{"role": "?", "content": f"unreadable: {error!r}", "tool_call_id": None}]
+            if now != held:
+                changed.append((n, now))
+        return changed
 
 
 class TracedJournal(_Traced, RecorderBase):

@@ -70,6 +70,7 @@ class Run {
     this.cancelledAt = 0;
     this.records = 0;
     this.commits = 0;
+    this.kept = []; // each array handed to a commit, with what it held then (DR-COMMIT-STEP)
     this.steps = 0;
     this.journal = null;
   }
@@ -79,7 +80,12 @@ class Run {
   }
 
   // turn_end; after a cancel step, with the seconds since it (DR-CANCEL's `within`).
+  // Before it, commit_changed for each commit array the harness changed afterwards.
   endTurn(outcome, fields = {}) {
+    for (const { n, messages, held } of this.kept) {
+      const now = JSON.stringify(dump(messages));
+      if (now !== held) this.emit("commit_changed", { n, messages: JSON.parse(now) });
+    }
     const since = this.cancelled ? { since_cancel: (performance.now() - this.cancelledAt) / 1000 } : {};
     this.emit("turn_end", { outcome, ...fields, ...since });
   }
@@ -200,6 +206,7 @@ class Run {
       recorder.commitAcceptedStep = (messages, { signal }) => {
         const n = this.commits++;
         const behaviour = behaviourFor(script.commit, n);
+        this.kept.push({ n, messages, held: JSON.stringify(dump(messages)) });
         return this.traced("commit", n, () => this.perform(behaviour, signal), { messages: dump(messages) }, signal);
       };
     }

@@ -248,9 +248,7 @@ VARIANTS: dict[str, Variant] = {
 }
 
 #: Variants kept but not yet registered as mutants (no scenario kills them yet), with why.
-PENDING: dict[str, str] = {
-    "out-dr4-commit-list-cleared-after-commit": "the kit reads a commit's list only on entry",
-}
+PENDING: dict[str, str] = {}
 
 
 def implementation(name: str) -> Implementation:

@@ -27,7 +27,8 @@ from seamspec.conformance import Runner, ScenarioResult, catalogue, load_adapter
 from seamspec.conformance._contracts.dispatch_recorder.mutants import MUTANTS, mutant_adapter
 from seamspec.conformance._contracts.dispatch_recorder.outsiders import base as outsider_base
 from seamspec.conformance._contracts.dispatch_recorder.outsiders import base3 as outsider_base3
-from seamspec.conformance._contracts.dispatch_recorder.outsiders import batch1, batch3
+from seamspec.conformance._contracts.dispatch_recorder.outsiders import base4 as outsider_base4
+from seamspec.conformance._contracts.dispatch_recorder.outsiders import batch1, batch3, batch4
 from seamspec.conformance._core.runner import Finding
 from seamspec.conformance._quality.mutants import all_mutants
 
@@ -49,6 +50,7 @@ def _all_results(backend: str) -> dict[str, list[ScenarioResult]]:
     runners = {
         "outsider-base-1": Runner(outsider_base.build(backend), timeout=30.0, profile="strict"),
         "outsider-base-3": Runner(outsider_base3.build(backend), timeout=30.0, profile="strict"),
+        "outsider-base-4": Runner(outsider_base4.build(backend), timeout=30.0, profile="strict"),
     }
     runners.update(
         {
@@ -80,7 +82,7 @@ def _kills(name: str, backend: str) -> list[ScenarioResult]:
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-@pytest.mark.parametrize("control", ["outsider-base-1", "outsider-base-3"])
+@pytest.mark.parametrize("control", ["outsider-base-1", "outsider-base-3", "outsider-base-4"])
 def test_controls_pass_every_dr_scenario(control: str, backend: str) -> None:
     results = _all_results(backend)[control]
     assert len(results) >= 30, "the DR suite must have at least 30 scenarios"
@@ -144,4 +146,17 @@ def test_outsider_batch_3_is_registered_whole() -> None:
     assert len(batch3.VARIANTS) == 6
     assert load_adapter("mutant:out-dr-approval-remembered-per-tool").info().details["origin"] == (
         "outsider batch 3"
+    )
+
+
+def test_outsider_batch_4_is_registered_whole() -> None:
+    """Every variant of batch 4 but the pending ones is a mutant, under its own name."""
+    assert set(batch4.MUTANTS) == set(batch4.VARIANTS) - set(batch4.PENDING)
+    for name, variant in batch4.MUTANTS.items():
+        mutant = MUTANTS[name]
+        assert (mutant.rule, mutant.statement) == (variant.rule, variant.statement)
+        assert mutant.origin == "outsider batch 4"
+    assert len(batch4.VARIANTS) == 6
+    assert load_adapter("mutant:out-dr4-anchor-ignores-extra-entries").info().details["origin"] == (
+        "outsider batch 4"
     )

@@ -284,3 +284,54 @@ def test_an_unchanged_rewrite_cancelled_before_its_record_is_no_finding() -> Non
         "DR-REWRITE-UNCHANGED",
         "c1: its rewrite to the very same arguments was never recorded",
     ) in (oracle.check(request, {}, skipped))
+
+
+def test_a_raised_tool_is_judged_only_once_its_redaction_was_recorded() -> None:
+    """A raised tool's failure text is the implementation's: without a redaction record
+    of it the kit knows no original, so nothing is judged; with one, that record's
+    ``original_result`` is the original DR-REDACT-FAIL withholds."""
+    request = _request({"redact": "[tool failed] [redacted]"}, {"record": {"error": "down"}})
+    text = "[tool failed] ScriptedFailure('token=sk-9')"
+    start: list[dict[str, Any]] = [
+        {"type": "turn_start"},
+        {"type": "provider_call", "step": 0, "messages": _messages(("user", None, "go"))},
+        {"type": "tool_run", "call": "c1", "tool": "shell", "args": '{"cmd":"ls"}', "context": []},
+        {"type": "tool_exit", "call": "c1", "raised": "token=sk-9"},
+    ]
+    end = {"type": "turn_end", "outcome": "completed",
+           "messages": _messages(("user", None, "go"), ("tool", "c1", text))}  # fmt: skip
+    unjudged = oracle.check(request, {}, [*start, end])
+    assert [f for f in unjudged if not f[0].startswith("DR-COMMIT")] == []  # no commit traced
+    payload = {"tool_call_id": "c1", "tool_name": "shell", "kind": "result_redaction",
+               "original_result": text, "redacted_result": "[tool failed] [redacted]"}  # fmt: skip
+    recorded = [
+        *start,
+        {
+            "type": "record_enter",
+            "n": 0,
+            "call": "c1",
+            "tool": "shell",
+            "kind": "result_redaction",
+            "payload": payload,
+        },
+        {"type": "record_exit", "n": 0, "outcome": "error", "reason": "down"},
+        end,
+    ]
+    rules = {rule for rule, _ in oracle.check(request, {}, recorded)}
+    assert {"DR-REDACT-FAIL", "DR-OUTCOME-TEXT"} <= rules
+
+
+def test_a_commit_list_changed_afterwards_is_named_dr_commit_step() -> None:
+    """The driver's ``commit_changed``: the harness changed a list it had handed over."""
+    request = _request({"pre": {"allow": True}}, {})
+    step = _messages(("assistant", None, ""))
+    trace: list[dict[str, Any]] = [
+        {"type": "turn_start"},
+        {"type": "provider_call", "step": 0, "messages": _messages(("user", None, "go"))},
+        {"type": "commit_enter", "n": 0, "messages": step},
+        {"type": "commit_exit", "n": 0, "outcome": "ok"},
+        {"type": "commit_changed", "n": 0, "messages": []},
+        {"type": "turn_end", "outcome": "completed", "messages": _messages(("user", None, "go"))},
+    ]
+    found = [m for rule, m in oracle.check(request, {}, trace) if rule == "DR-COMMIT-STEP"]
+    assert any("changed after it was handed over" in m for m in found), found

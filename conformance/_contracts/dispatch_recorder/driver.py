@@ -149,6 +149,7 @@ class _Run:
         self.cancelled_at = 0.0
         self.journal: TracedJournal | None = None
         self.signer: Signer | None = None
+        self.recorder: DispatchRecorder | None = None
 
     def _recorder(self) -> DispatchRecorder | None:
         script = self.given.get("recorder")
@@ -174,7 +175,7 @@ class _Run:
 
     async def perform(self) -> Trace:
         try:
-            recorder = self._recorder()
+            recorder = self.recorder = self._recorder()
         except _Refused as refused:
             self.tracer.emit("journal_refused", error=str(refused))
             return self.tracer.events
@@ -243,7 +244,15 @@ class _Run:
             self.done.set()
 
     def _end(self, outcome: str, **fields: Any) -> None:
-        """``turn_end``; after a ``cancel`` step, with the seconds since it (DR-CANCEL)."""
+        """``turn_end``; after a ``cancel`` step, with the seconds since it (DR-CANCEL).
+
+        Before it, a ``commit_changed`` for each list handed to the scripted recorder's
+        commit that the harness changed afterwards (DR-COMMIT-STEP: the list is the
+        recorder's once handed over).
+        """
+        if isinstance(self.recorder, ScriptedRecorder):
+            for n, now in self.recorder.changed_commits():
+                self.tracer.emit("commit_changed", n=n, messages=now)
         if self.cancelled:
             fields["since_cancel"] = anyio.current_time() - self.cancelled_at
         self.tracer.emit("turn_end", outcome=outcome, **fields)

@@ -30,7 +30,7 @@ from seamspec.conformance._contracts.dispatch_recorder.driver import (
     DispatchRecorderDriver,
     DispatchRecorderImplementation,
 )
-from seamspec.conformance._contracts.dispatch_recorder.outsiders import batch1, batch3
+from seamspec.conformance._contracts.dispatch_recorder.outsiders import batch1, batch3, batch4
 from seamspec.conformance._contracts.dispatch_recorder.reference_adapter import ReferenceDispatch
 from seamspec.conformance._core.python_adapter import PythonAdapter
 from seamspec.reference import (
@@ -567,24 +567,37 @@ _ALL = (
     *_JOURNAL_MUTANTS,
 )  # fmt: skip
 
-_OUTSIDERS = tuple(
-    DrMutant(
-        f"out-dr-{name.replace('_', '-')}",
-        variant.rule,
-        variant.statement,
-        origin="outsider batch 1",
-        outsider=functools.partial(batch1.implementation, name),
+_OUTSIDERS = (
+    tuple(
+        DrMutant(
+            f"out-dr-{name.replace('_', '-')}",
+            variant.rule,
+            variant.statement,
+            origin="outsider batch 1",
+            outsider=functools.partial(batch1.implementation, name),
+        )
+        for name, variant in batch1.MUTANTS.items()
     )
-    for name, variant in batch1.MUTANTS.items()
-) + tuple(
-    DrMutant(
-        f"out-dr-{name.replace('_', '-')}",
-        variant.rule,
-        variant.statement,
-        origin="outsider batch 3",
-        outsider=functools.partial(batch3.implementation, name),
+    + tuple(
+        DrMutant(
+            f"out-dr-{name.replace('_', '-')}",
+            variant.rule,
+            variant.statement,
+            origin="outsider batch 3",
+            outsider=functools.partial(batch3.implementation, name),
+        )
+        for name, variant in batch3.MUTANTS.items()
     )
-    for name, variant in batch3.MUTANTS.items()
+    + tuple(
+        DrMutant(
+            name,  # batch 4's variants carry their own names (``out-dr4-...``)
+            variant.rule,
+            variant.statement,
+            origin="outsider batch 4",
+            outsider=functools.partial(batch4.implementation, name),
+        )
+        for name, variant in batch4.MUTANTS.items()
+    )
 )
 
 #: Every DR mutant by name: the kit's own, then each outsider batch.

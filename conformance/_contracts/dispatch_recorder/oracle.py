@@ -50,6 +50,9 @@ class _Call:
         self.runs = ev.all("tool_run", call=self.cid)
         exits = [ev.events[i] for i in ev.all("tool_exit", call=self.cid)]
         self.result: str | None = next((str(e["result"]) for e in exits if "result" in e), None)
+        #: The tool raised: its result is the implementation's own failure text, which the
+        #: kit knows only from the redaction record the implementation made of it.
+        self.raised = self.result is None and any("raised" in e for e in exits)
         self.message = ev.tool_message(self.cid)
 
     def flag(self, rule: str, message: str) -> None:
@@ -87,7 +90,7 @@ class _Call:
             pre_record = self.check_pre()
             if pre_record is None:
                 return
-        if "redact" in self.policy and self.result is not None:
+        if "redact" in self.policy and (self.result is not None or self.failure_text()):
             self.check_post()
             # Records are listed in trace order, so this also catches the redaction
             # recorded before the pre-dispatch mutation.
@@ -115,7 +118,7 @@ class _Call:
                     rule,
                     f"recorded a {kind} although the policy decided {self.pre} {with_} a redaction",
                 )
-            elif kind == "result_redaction" and self.result is None:
+            elif kind == "result_redaction" and self.result is None and not self.raised:
                 rule = "DR-BOTH" if self.pre in PRE_KINDS else "DR-NO-MUTATION"
                 self.flag(
                     rule,
@@ -222,8 +225,24 @@ class _Call:
                     f"ran with context {run.get('context')!r}; the recorded injection is {value!r}",
                 )
 
+    def failure_text(self) -> str | None:
+        """A raised tool's failure text, as its first redaction record carries it.
+
+        The contract does not fix that text (nor that the policy is asked about it), so a
+        raised tool is judged only once the implementation recorded a redaction of it:
+        from then on the text it handed over is the original DR-REDACT-FAIL withholds.
+        """
+        if not self.raised:
+            return None
+        for r in self.records:
+            payload = r["enter"].get("payload") or {}
+            if r["enter"].get("kind") == "result_redaction" and "original_result" in payload:
+                return str(payload["original_result"])
+        return None
+
     def check_post(self) -> dict[str, Any] | None:
-        cid, redacted, original = self.cid, str(self.policy["redact"]), str(self.result)
+        cid, redacted = self.cid, str(self.policy["redact"])
+        original = str(self.result) if self.result is not None else str(self.failure_text())
         payload = {"tool_call_id": cid, "tool_name": self.call["tool"]}
         payload.update(
             {"kind": "result_redaction", "original_result": original, "redacted_result": redacted}

@@ -33,9 +33,13 @@ def check_journal(
         return _damaged(check, refused, int(damaged))
     out: list[tuple[str, str]] = []
     if refused is not None:
+        what = (
+            "whose only damage is a torn tail (to be cut off, however little precedes it)"
+            if check.get("existing_torn")
+            else "that verifies"
+        )
         out.append((
-            REOPEN,
-            f"the recorder refused to open a journal that verifies: {refused.get('error')}",
+            REOPEN, f"the recorder refused to open a journal {what}: {refused.get('error')}"
         ))  # fmt: skip
     if not check.get("ok"):
         out.append((

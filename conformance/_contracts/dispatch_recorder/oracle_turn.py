@@ -110,6 +110,18 @@ def _check_contents(ev: Evidence) -> None:
                 f"commit {ev.events[i].get('n')} (step {step}) held {_roles(got)}; the step "
                 f"added {_roles(want)} to the transcript{_first_difference(got, want)}",
             )
+    for i in ev.all("commit_changed"):
+        changed = ev.events[i]
+        held = next(
+            (e.get("messages") for e in ev.events if e["type"] == "commit_enter"
+             and e.get("n") == changed.get("n")), None,
+        )  # fmt: skip
+        ev.flag(
+            "DR-COMMIT-STEP",
+            f"commit {changed.get('n')}'s list was changed after it was handed over: it held "
+            f"{_roles(list(held or []))}, and at the turn's end {_roles(list(changed.get('messages') or []))} "
+            "(the list is the recorder's to keep)",
+        )
     last = len(provider) - 1
     final = [i for i in ev.all("commit_exit", outcome="ok") if last >= 0 and i > provider[last]]
     if ev.completed and ev.cancel_i is None and last >= 0 and not final:

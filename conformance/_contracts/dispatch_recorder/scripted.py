@@ -54,6 +54,20 @@ class ScriptedFailure(Exception):
     """The failure a scenario scripted for a participant (``raise: message``)."""
 
 
+#: The built-in exception classes a scripted ``raise`` may also be (``exception: NAME``),
+#: so that a harness which handles some classes differently (retrying a "transient"
+#: OSError, say) meets them; each is still a :class:`ScriptedFailure`, named as the class.
+RAISABLE: dict[str, type[ScriptedFailure]] = {
+    base.__name__: type(base.__name__, (ScriptedFailure, base), {})
+    for base in (ConnectionError, TimeoutError, OSError)
+}
+
+
+def scripted_failure(behaviour: Mapping[str, Any]) -> ScriptedFailure:
+    """The exception a ``raise`` behaviour raises: of its ``exception`` class, if named."""
+    return RAISABLE.get(str(behaviour.get("exception")), ScriptedFailure)(behaviour["raise"])
+
+
 def dump(messages: Sequence[Message]) -> list[dict[str, Any]]:
     return [
         {"role": m.role, "content": m.content, "tool_call_id": m.tool_call_id} for m in messages
@@ -150,7 +164,7 @@ async def _perform(behaviour: dict[str, Any], gates: Gates) -> RecordOutcome:
     if behaviour.get("hang"):
         await anyio.sleep_forever()
     if "raise" in behaviour:
-        raise ScriptedFailure(behaviour["raise"])
+        raise scripted_failure(behaviour)
     if "error" in behaviour:
         return RecordError(behaviour["error"])
     return OK
@@ -208,16 +222,40 @@ class ScriptedRecordOnly(_Traced, RecorderBase):
 
 
 class ScriptedRecorder(ScriptedRecordOnly):
-    """A scripted recorder with its own (traced, scripted) ``commit_accepted_step``."""
+    """A scripted recorder with its own (traced, scripted) ``commit_accepted_step``.
+
+    It keeps each list it was handed, as a recorder may (upstream hands it the step's
+    ``Vec<Message>`` by value: the list is the recorder's from then on), so that
+    :meth:`changed_commits` can tell whether the harness changed one afterwards.
+    """
+
+    def __init__(self, script: Mapping[str, Any], tracer: Tracer, gates: Gates) -> None:
+        super().__init__(script, tracer, gates)
+        self.kept: list[tuple[int, Sequence[Message], list[dict[str, Any]]]] = []
 
     async def commit_accepted_step(self, messages: Sequence[Message]) -> RecordOutcome:
         n = self.commits
         self.commits += 1
         behaviour = behaviour_for(self.script.get("commit"), n)
+        held = dump(messages)
+        self.kept.append((n, messages, held))
         outcome: RecordOutcome = await self.traced(
-            "commit", n, lambda: _perform(behaviour, self.gates), messages=dump(messages)
+            "commit", n, lambda: _perform(behaviour, self.gates), messages=held
         )
         return outcome
+
+    def changed_commits(self) -> list[tuple[int, list[dict[str, Any]]]]:
+        """Each commit whose list no longer holds what it held when it was handed over,
+        with what it holds now (read at the turn's end)."""
+        changed = []
+        for n, messages, held in self.kept:
+            try:
+                now = dump(messages)
+            except Exception as error:  # a list the harness broke is still a change
+                now = [{"role": "?", "content": f"unreadable: {error!r}", "tool_call_id": None}]
+            if now != held:
+                changed.append((n, now))
+        return changed
 
 
 class TracedJournal(_Traced, RecorderBase):

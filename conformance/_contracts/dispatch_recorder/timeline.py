@@ -17,6 +17,7 @@ _LANE = {
     "record_exit": "recorder",
     "commit_enter": "recorder",
     "commit_exit": "recorder",
+    "commit_changed": "recorder",
     "journal_fsync": "recorder",
     "journal_reopen": "recorder",
     "journal_refused": "recorder",
@@ -53,6 +54,8 @@ def render(event: dict[str, Any]) -> str | None:
         return f"  -> commit #{event.get('n')} ({len(event.get('messages') or [])} messages)"
     if kind == "commit_exit":
         return f"  <- commit #{event.get('n')} {_outcome(event)}"
+    if kind == "commit_changed":
+        return f"commit #{event.get('n')}'s list changed afterwards ({len(event.get('messages') or [])} messages)"
     if kind == "tool_run":
         return f"  -> {event.get('tool')} ({event.get('call')}) args {short(event.get('args'), 40)}"
     if kind == "tool_exit":

@@ -23,10 +23,15 @@ class Unmet extends Error {}
 /** The journal recorder would not open the file the kit gave it (it does not verify). */
 class JournalRefused extends Error {}
 
+// A scripted `raise`; with `exception: NAME` an Error of that name with the matching
+// system error code, as a harness that retries "transient" errors would test for.
+const ERROR_CODES = { ConnectionError: "ECONNRESET", TimeoutError: "ETIMEDOUT", OSError: "EIO" };
+
 class ScriptedFailure extends Error {
-  constructor(message) {
+  constructor(message, exception) {
     super(message);
-    this.name = "ScriptedFailure";
+    this.name = exception ?? "ScriptedFailure";
+    if (exception) this.code = ERROR_CODES[exception];
   }
 }
 
@@ -65,6 +70,7 @@ class Run {
     this.cancelledAt = 0;
     this.records = 0;
     this.commits = 0;
+    this.kept = []; // each array handed to a commit, with what it held then (DR-COMMIT-STEP)
     this.steps = 0;
     this.journal = null;
   }
@@ -74,7 +80,12 @@ class Run {
   }
 
   // turn_end; after a cancel step, with the seconds since it (DR-CANCEL's `within`).
+  // Before it, commit_changed for each commit array the harness changed afterwards.
   endTurn(outcome, fields = {}) {
+    for (const { n, messages, held } of this.kept) {
+      const now = JSON.stringify(dump(messages));
+      if (now !== held) this.emit("commit_changed", { n, messages: JSON.parse(now) });
+    }
     const since = this.cancelled ? { since_cancel: (performance.now() - this.cancelledAt) / 1000 } : {};
     this.emit("turn_end", { outcome, ...fields, ...since });
   }
@@ -159,7 +170,7 @@ class Run {
       await Promise.race([this.gate(behaviour.gate).opened, aborted(signal)]);
     }
     if (behaviour.hang) await aborted(signal);
-    if ("raise" in behaviour) throw new ScriptedFailure(behaviour.raise);
+    if ("raise" in behaviour) throw new ScriptedFailure(behaviour.raise, behaviour.exception);
     if ("error" in behaviour) return new RecordError(behaviour.error);
     return OK;
   }
@@ -195,6 +206,7 @@ class Run {
       recorder.commitAcceptedStep = (messages, { signal }) => {
         const n = this.commits++;
         const behaviour = behaviourFor(script.commit, n);
+        this.kept.push({ n, messages, held: JSON.stringify(dump(messages)) });
         return this.traced("commit", n, () => this.perform(behaviour, signal), { messages: dump(messages) }, signal);
       };
     }

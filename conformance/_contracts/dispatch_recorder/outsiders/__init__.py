@@ -7,5 +7,9 @@ suite: batch 1 found four bugs the suite let through (three on the dispatch side
 the scenarios now catch, and one of the journal's), and the scenarios written for them
 then found a fifth in the base itself. Batch 3 (``base3.py``, ``batch3.py``), by another
 outsider, had five of six variants pass the whole suite; the scenarios written for them,
-a new tampering and a new strict rule (DR-CONTEXT-PLACE) catch all six now.
+a new tampering and a new strict rule (DR-CONTEXT-PLACE) catch all six now. Batch 4
+(``base4.py``, ``batch4.py``, variants named ``out-dr4-*``) had five of six pass; a word of
+vocabulary (a scripted raise's ``exception`` class), a kit-side check (a commit's list
+read again at the turn's end), ``existing_journal`` with no complete entry and an oracle
+that judges a raised tool's redaction catch all six now.
 """

@@ -8,14 +8,18 @@ context, what the model saw, which records were made, where the turn stopped), s
 saved failure is an ordinary scenario that fails the same way under ``seamspec run``.
 Texts are the boundaries a careless implementation trips on: arguments and redactions
 that are valid JSON but not canonical (spaces, keys out of order, non-ASCII), an empty
-redaction, a context with surrounding or only whitespace; one turn in five has no
-approver wired.
+redaction, a context with surrounding or only whitespace; a rewrite to the call's own
+arguments byte for byte, or to the same JSON value in other bytes (re-spaced, keys
+reversed, an escaped letter), each still a rewrite to record; one turn in five has no
+approver wired. :class:`.strategies_sim.Sim` walks the drawn turn by the rules.
 
 Only deterministic timing is generated, one shape per turn (:data:`SHAPES`): records that
 hang or answer late (``late``, released by ``release_late``) past a short limit; a
 cancellation while the first record or commit waits, on a gate that never opens or a
 deaf one released after the cancellation (under a long limit, or by ``release_late``
-past a short one); a deaf commit answering past ``commit_time_limit``; a gated tool held
+past a short one; on the gate that never opens, the cancel is bounded,
+``cancel: {turn, within}``, so a harness that shields the record or commit from the
+cancellation holds the turn past the bound); a deaf commit answering past ``commit_time_limit``; a gated tool held
 past the record limit, so that a redaction recorded after it must still get its own
 limit. Nothing healthy races a limit (docs/scenarios.md, "Time limits").
 
@@ -33,26 +37,22 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from seamspec.conformance._contracts.dispatch_recorder.model import PRE_KINDS, failed
+from seamspec.conformance._contracts.dispatch_recorder.model import failed
 from seamspec.conformance._contracts.dispatch_recorder.strategies_journal import (
     existing_journal,
     journal_checks,
     journal_plans,
 )
+from seamspec.conformance._contracts.dispatch_recorder.strategies_sim import Sim
 
 __all__ = ["dr_scenarios", "scenarios"]
 
 TOOLS = ("shell", "read_file", "read_env")
-#: The withheld notice a conforming executor releases when a redaction is not recorded.
-WITHHELD = "[result withheld: its redaction could not be recorded]"
 LIMIT = 0.05
 PRE = ("allow", "deny", "approval", "rewrite", "inject", "rewrite", "inject")
-RECORD = ("ok", "ok", "ok", "error", "raise", "hang")
-#: No hanging commit: a loop without a commit time limit would cost the kit's 10 s turn limit.
-COMMIT = ("ok",) * 9 + ("error", "raise")
 RULE_ORDER = (
-    "DR-RECORD-FIRST", "DR-ONE-RECORD", "DR-REWRITE", "DR-REWRITE-FAIL", "DR-INJECT",
-    "DR-INJECT-FAIL", "DR-REDACT", "DR-REDACT-FAIL", "DR-OUTCOME-TEXT", "DR-ABSENT",
+    "DR-RECORD-FIRST", "DR-ONE-RECORD", "DR-REWRITE", "DR-REWRITE-FAIL",
+    "DR-REWRITE-UNCHANGED", "DR-INJECT", "DR-INJECT-FAIL", "DR-REDACT", "DR-REDACT-FAIL", "DR-OUTCOME-TEXT", "DR-ABSENT",
     "DR-NO-MUTATION", "DR-APPROVAL", "DR-RAISE", "DR-HANG", "DR-CANCEL", "DR-BOTH",
     "DR-COMMIT-BARRIER", "DR-COMMIT-STEP", "DR-COMMIT-FINAL", "DR-COMMIT-FAIL",
     "DR-COMMIT-DEFAULT", "DR-JOURNAL-DURABLE", "DR-JOURNAL-VERIFY", "DR-JOURNAL-REOPEN",
@@ -63,6 +63,15 @@ LONG_LIMIT = 3.0
 #: How a JSON text is spelt: compact and sorted (canonical), or valid JSON that a
 #: "normalise the JSON" helper would change (spaces, keys out of order, non-ASCII text).
 SPELLING = ("compact", "spaced", "unsorted", "unicode")
+#: What a rewrite's new arguments are: a new JSON text spelt as above, the call's own
+#: arguments byte for byte (still a rewrite, recorded: DR-REWRITE-UNCHANGED), or the
+#: same JSON value in other bytes (a rewrite that changes the bytes the tool gets).
+REWRITES = (*SPELLING, "same", "json_equal")
+RESPELLINGS = ("spaced", "reversed", "escaped")
+#: A cancellation bound (``cancel: {turn, within}``) where the waiting record or commit
+#: honours cancellation, and the limit it would otherwise run to: a harness that shields
+#: it from the cancellation holds the turn past the bound. Generous, never raced.
+WITHIN = 1.0
 #: The turn's timing, one shape per scenario (only with a scripted recorder): none, a
 #: cancellation while the first record or commit waits (on a gate that never opens, or a
 #: deaf one released after the cancellation, before or past its limit), a deaf commit
@@ -86,25 +95,23 @@ def _args(cid: str, spelling: str = "compact", **extra: Any) -> str:
     return json.dumps(value, separators=(",", ":"))
 
 
-def _behaviour(kind: str, what: str) -> dict[str, Any]:
-    """A scripted record or commit behaviour; ``what`` names the failing participant."""
-    if kind == "error":
-        return {"error": f"{what} refused"}
-    if kind == "raise":
-        return {"raise": f"{what} crashed"}
-    if kind == "hang":
-        return {"hang": True}
-    if kind == "late":
-        return {"gate": "slow", "late": True}
-    if kind == "never":
-        return {"gate": "never"}
-    if kind in ("deaf", "deaf_late"):
-        return {"gate": "signing" if what == "signer" else "receipt", "late": True}
-    return {"ok": True}
+def _respelt(args: str, style: str) -> str:
+    """The same JSON value as ``args`` in other bytes, as ``style`` (one of
+    :data:`RESPELLINGS`) says: re-spaced (or compacted), its keys in reverse order, or a
+    key's first letter as a ``\\u`` escape (when the others change no byte)."""
+    value = json.loads(args)
+    if style == "spaced":
+        text = json.dumps(value, ensure_ascii=False)
+        text = json.dumps(value, separators=(",", ":")) if text == args else text
+    else:
+        text = json.dumps(dict(reversed(value.items())), separators=(",", ":"), ensure_ascii=False)
+    if style == "escaped" or text == args:
+        return args.replace('"call"', '"\\u0063all"', 1)
+    return text
 
 
 @st.composite
-def _policy(draw: st.DrawFn, cid: str, journal: bool) -> dict[str, Any]:
+def _policy(draw: st.DrawFn, cid: str, args: str, journal: bool) -> dict[str, Any]:
     # Every text carries "<cid>" so that no call's text is a substring of another's
     # (but a whitespace-only context or an empty redaction, which carry nothing).
     # A journal turn mostly mutates: its tamperings need entries.
@@ -119,7 +126,15 @@ def _policy(draw: st.DrawFn, cid: str, journal: bool) -> dict[str, Any]:
         entry["pre"] = {"approval": f"needs a human <{cid}>"}
         entry["approve"] = draw(st.booleans())
     elif pre == "rewrite":
-        entry["pre"] = {"rewrite": _args(cid, draw(st.sampled_from(SPELLING)), rewritten=True)}
+        spelling = draw(st.sampled_from(REWRITES))
+        new_args = (
+            args
+            if spelling == "same"
+            else _respelt(args, draw(st.sampled_from(RESPELLINGS)))
+            if spelling == "json_equal"
+            else _args(cid, spelling, rewritten=True)
+        )
+        entry["pre"] = {"rewrite": new_args}
     else:
         context = draw(st.sampled_from((f"context <{cid}>", f"  context <{cid}>\n", " \t ")))
         entry["pre"] = {"inject": context}
@@ -135,141 +150,7 @@ def _policy(draw: st.DrawFn, cid: str, journal: bool) -> dict[str, Any]:
     return entry
 
 
-class _Sim:
-    """Walks the turn the way the rules fix it, drawing each record and commit outcome."""
-
-    def __init__(
-        self, draw: st.DrawFn, recorder: str, shape: str, how: str, approver: bool
-    ) -> None:
-        self.draw = draw
-        self.recorder = recorder  # "none", "scripted", "default" or "journal"
-        self.shape = shape  # one of SHAPES
-        self.how = how  # for a cancellation: one of CANCEL_HOW
-        self.cancel = shape == "cancel_record"
-        self.approver = approver  # False: no approver is wired
-        self.record_script: list[dict[str, Any]] = []
-        self.commit_script: list[dict[str, Any]] = []
-        self.records: list[str] = []
-        self.calls: dict[str, dict[str, Any]] = {}
-        self.provider_calls = 0
-        self.commits = 0
-        self.turn: dict[str, Any] = {"outcome": "completed"}
-        self.rules: set[str] = set()
-        self.step = 0
-
-    def record(self, cid: str, kind: str) -> str | None:
-        """Make one record; ``None`` if it succeeds, else why it failed (or ``cancel``)."""
-        n = len(self.records)
-        self.records.append(f"{cid}:{kind}")
-        if self.recorder == "journal":  # the real journal: durable, then OK
-            self.rules.add("DR-JOURNAL-DURABLE")
-            return None
-        if self.cancel:
-            choice = self.how
-        else:
-            late = n == 0 and self.step == 0 and self.shape == "plain"
-            choice = self.draw(st.sampled_from(RECORD + (("late",) if late else ())))
-        behaviour = _behaviour(choice, "signer")
-        self.record_script.append(behaviour)
-        if self.cancel:
-            self.rules.add("DR-CANCEL")
-            return "cancel"
-        why = failed(behaviour)
-        if why in ("hang", "late"):
-            self.rules.add("DR-HANG")
-        elif why == "raised":
-            self.rules.add("DR-RAISE")
-        return None if why is None else str(behaviour.get("error", "could not be recorded"))
-
-    def call(self, call: dict[str, Any], policy: dict[str, Any]) -> bool:
-        """Perform one call; ``False`` if the turn was cancelled during it."""
-        cid, tool = call["id"], call["tool"]
-        pre = next(iter(policy.get("pre", {"allow": True})))
-        entry: dict[str, Any] = {}
-        self.calls[cid] = entry
-        args, context = call["args"], []
-        if pre == "approval":
-            self.rules.add("DR-APPROVAL")
-        if pre == "deny" or (pre == "approval" and not (policy["approve"] and self.approver)):
-            self.rules.add("DR-NO-MUTATION")
-            entry.update(ran=False, result_contains=policy["pre"][pre])
-            return True
-        if pre in PRE_KINDS and self.recorder != "none":
-            self.rules.update(("DR-RECORD-FIRST", "DR-ONE-RECORD"))
-            self.rules.add("DR-REWRITE" if pre == "rewrite" else "DR-INJECT")
-            why = self.record(cid, PRE_KINDS[pre])
-            if why == "cancel":
-                entry.update(ran=False)
-                return False
-            if why is not None:
-                self.rules.add("DR-REWRITE-FAIL" if pre == "rewrite" else "DR-INJECT-FAIL")
-                entry.update(ran=False, result_contains=why)
-                return True
-            if pre == "rewrite":
-                args = policy["pre"]["rewrite"]
-            else:
-                context = [policy["pre"]["inject"]]
-        elif pre in PRE_KINDS or (self.recorder == "none" and "redact" in policy):
-            self.rules.add("DR-ABSENT")
-        else:
-            self.rules.add("DR-NO-MUTATION")
-        result = f"{tool} ran with {args}"
-        entry.update(ran=True, args=args, context=context)
-        if "redact" in policy and self.recorder != "none":
-            self.rules.update(("DR-REDACT", "DR-ONE-RECORD", "DR-RECORD-FIRST"))
-            if pre in PRE_KINDS:
-                self.rules.add("DR-BOTH")
-            why = self.record(cid, "result_redaction")
-            if why == "cancel":
-                return False
-            if why is not None:
-                self.rules.update(("DR-REDACT-FAIL", "DR-OUTCOME-TEXT"))
-            result = WITHHELD if why is not None else policy["redact"]
-        entry["result"] = result
-        return True
-
-    def _cancelled(self, calls: list[dict[str, Any]]) -> None:
-        self.turn = {"outcome": "cancelled"}
-        for other in calls:  # the cancelled step's messages are never seen
-            for key in ("result", "result_contains"):
-                self.calls.get(other["id"], {}).pop(key, None)
-
-    def run(self, provider: list[dict[str, Any]], policy: dict[str, dict[str, Any]]) -> None:
-        for self.step, step in enumerate(provider):
-            self.provider_calls += 1
-            calls = step.get("calls", [])
-            for call in calls:
-                if not self.call(call, policy.get(call["id"], {})):
-                    self._cancelled(calls)
-                    return
-            if self.recorder == "scripted":
-                self.rules.update(("DR-COMMIT-BARRIER", "DR-COMMIT-STEP"))
-                if not calls:
-                    self.rules.add("DR-COMMIT-FINAL")
-                self.commits += 1
-                if self.shape in ("cancel_commit", "commit_late") and self.commits == 1:
-                    self.commit_script.append(_behaviour(self.how, "receipt store"))
-                    if self.shape == "commit_late":  # past its limit: a failed commit
-                        self.rules.update(("DR-COMMIT-FAIL", "DR-HANG"))
-                        self.turn = {"outcome": "error"}
-                        return
-                    self.rules.add("DR-CANCEL")
-                    self._cancelled(calls)
-                    return
-                choice = "ok" if self.cancel else self.draw(st.sampled_from(COMMIT))
-                behaviour = _behaviour(choice, "receipt store")
-                self.commit_script.append(behaviour)
-                if failed(behaviour) is not None:
-                    self.rules.add("DR-COMMIT-FAIL")
-                    self.turn = {"outcome": "error"}
-                    if "error" in behaviour:
-                        self.turn["error_contains"] = behaviour["error"]
-                    return
-            elif self.recorder in ("default", "journal"):
-                self.rules.add("DR-COMMIT-DEFAULT")
-
-
-def _first_tool(sim: _Sim, provider: list[dict[str, Any]]) -> str | None:
+def _first_tool(sim: Sim, provider: list[dict[str, Any]]) -> str | None:
     """The tool of the first call that runs: the one a gated tool holds."""
     for step in provider:
         for call in step.get("calls", []):
@@ -278,7 +159,7 @@ def _first_tool(sim: _Sim, provider: list[dict[str, Any]]) -> str | None:
     return None
 
 
-def _timing(given: dict[str, Any], sim: _Sim, shape: str, how: str) -> list[dict[str, Any]]:
+def _timing(given: dict[str, Any], sim: Sim, shape: str, how: str) -> list[dict[str, Any]]:
     """The time limits the turn needs and the steps that drive it, for its shape.
 
     Nothing races a limit: what must run one out hangs or is deaf and released by
@@ -291,12 +172,14 @@ def _timing(given: dict[str, Any], sim: _Sim, shape: str, how: str) -> list[dict
     end: list[dict[str, Any]] = [{"join": "t1"}]
     if shape in ("cancel_record", "cancel_commit"):
         kind, gate = ("record", "signing") if shape == "cancel_record" else ("commit", "receipt")
-        if how != "never":
-            given[f"{kind}_time_limit"] = LIMIT if how == "deaf_late" else LONG_LIMIT
+        # Under a long limit, or (a gate that never opens, honouring cancellation) bounded
+        # by WITHIN: the turn must not wait for the limit.
+        given[f"{kind}_time_limit"] = LIMIT if how == "deaf_late" else LONG_LIMIT
+        cancel: Any = {"turn": "t1", "within": WITHIN} if how == "never" else "t1"
         release = (
             [] if how == "never" else [{"release_late" if how == "deaf_late" else "release": gate}]
         )
-        return [*start, {f"wait_{kind}": {"count": 1}}, {"cancel": "t1"}, *release, *end]
+        return [*start, {f"wait_{kind}": {"count": 1}}, {"cancel": cancel}, *release, *end]
     if shape == "commit_late":
         given["commit_time_limit"] = LIMIT
         return [*start, {"release_late": "receipt"}, *end]
@@ -338,7 +221,7 @@ def dr_scenarios(draw: st.DrawFn) -> dict[str, Any]:
             cid = f"c{count}"
             args = _args(cid, draw(st.sampled_from(SPELLING)))
             calls.append({"id": cid, "tool": draw(st.sampled_from(TOOLS)), "args": args})
-            entry = draw(_policy(cid, recorder_kind == "journal"))
+            entry = draw(_policy(cid, args, recorder_kind == "journal"))
             if entry:
                 policy[cid] = entry
         provider.append({"calls": calls})
@@ -352,7 +235,7 @@ def dr_scenarios(draw: st.DrawFn) -> dict[str, Any]:
         shape = "reopen"
     how = {"commit_late": "deaf_late"}.get(shape) or draw(st.sampled_from(CANCEL_HOW))
     approver = draw(st.integers(0, 4)) != 0  # one turn in five has no approver wired
-    sim = _Sim(draw, recorder_kind, shape, how, approver)
+    sim = Sim(draw, recorder_kind, shape, how, approver)
     sim.run(provider, policy)
     if shape == "cancel_record" and sim.turn["outcome"] != "cancelled":
         shape = "plain"  # no record to cancel during: an ordinary turn

@@ -105,46 +105,23 @@ class Mutant:
 def _all() -> list[Mutant]:
     found = [Mutant(n, r, s, chain=c) for n, r, s, c in CHAIN_MUTANTS]
     found += [Mutant(n, r, s, chain=c, tools=t) for n, r, s, t, c in TOOL_MUTANTS]
-    found += [
-        Mutant(
-            m.name,
-            m.rule,
-            m.statement,
-            origin="outsider batch 1",
-            outsider=functools.partial(batch1.implementation, m.name),
-        )
-        for m in batch1.MUTANTS.values()
-    ]
-    found += [
-        Mutant(
-            m.name,
-            m.rule,
-            m.statement,
-            origin="outsider batch 2",
-            outsider=functools.partial(batch2.implementation, m.name),
-        )
-        for m in batch2.MUTANTS.values()
-    ]
-    found += [
-        Mutant(
-            m.name,
-            m.rule,
-            m.statement,
-            origin="outsider batch 3 (re-created)",
-            outsider=functools.partial(batch3.implementation, m.name),
-        )
-        for m in batch3.MUTANTS.values()
-    ]
-    found += [
-        Mutant(
-            m.name,
-            m.rule,
-            m.statement,
-            origin="outsider batch 4",
-            outsider=functools.partial(batch4.implementation, m.name),
-        )
-        for m in batch4.MUTANTS.values()
-    ]
+    batches = (
+        (batch1, "outsider batch 1"),
+        (batch2, "outsider batch 2"),
+        (batch3, "outsider batch 3 (re-created)"),
+        (batch4, "outsider batch 4"),
+    )
+    for batch, origin in batches:
+        found += [
+            Mutant(
+                m.name,
+                m.rule,
+                m.statement,
+                origin=origin,
+                outsider=functools.partial(batch.implementation, m.name),
+            )
+            for m in batch.MUTANTS.values()
+        ]
     return found
 
 

@@ -21,6 +21,32 @@ import pytest
 #: Files one worker runs whole: their tests share a matrix cached per process.
 ONE_WORKER = frozenset({"test_woc_mutants.py", "test_soo_mutants.py", "test_dr_mutants.py"})
 
+#: The longest single tests (``--durations`` on 2026-12-02), handed out first after the
+#: whole files, so that none of them starts last and leaves one worker idle while it runs.
+#: Only the order depends on this list: a test missing from it still runs.
+LONGEST_FIRST = (
+    "tests/test_doc_examples.py::test_console_examples_print_what_the_page_shows[docs/usage.md]",
+    "tests/test_doc_examples.py::test_console_examples_print_what_the_page_shows[docs/quality.md]",
+    "tests/test_doc_examples.py::test_console_examples_print_what_the_page_shows[docs/adapters.md]",
+    "tests/test_fuzz_wire.py::",
+    "tests/test_wire_verdicts.py::test_same_verdicts_in_process_and_over_the_wire",
+    "tests/test_pytest_plugin.py::test_xdist",
+    "tests/test_doc_examples.py::",
+    "tests/test_benchmarks.py::",
+)
+
+
+def _rank(nodeid: str) -> int:
+    return next(
+        (i for i, prefix in enumerate(LONGEST_FIRST) if nodeid.startswith(prefix)),
+        len(LONGEST_FIRST),
+    )
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The ``LONGEST_FIRST`` tests first (a stable sort: the rest keep their order)."""
+    items.sort(key=lambda item: _rank(item.nodeid))
+
 
 def scope_of(nodeid: str) -> str:
     """The unit of work a test belongs to: its file for ``ONE_WORKER``, else itself."""

@@ -61,7 +61,9 @@ def test_fake_journal_fails_over_the_wire(mode: str) -> None:
 
 @pytest.mark.parametrize("mode", sorted(CAUGHT))
 def test_fake_journal_fails_generated_scenarios(mode: str) -> None:
-    assert fuzz(fake_adapter(mode), CONTRACT, examples=100, seed=1) is not None
+    # Whether a finding is reached is the question, not its smallest form: no shrinking.
+    found = fuzz(fake_adapter(mode), CONTRACT, examples=100, seed=1, shrink=False)
+    assert found is not None
 
 
 def test_over_the_wire_durability_is_judged_by_declaration() -> None:

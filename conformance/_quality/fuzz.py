@@ -159,6 +159,7 @@ def fuzz_contract(
     profile: Profile = "upstream",
     timeout: float = 60.0,
     on_example: Callable[[int], None] | None = None,
+    shrink: bool = True,
 ) -> FuzzOutcome:
     """Fuzz one contract: up to ``examples`` judged scenarios, then shrink what was found.
 
@@ -166,7 +167,8 @@ def fuzz_contract(
     finds none, but saw a warning or a strict-profile recommendation, a second search
     with the same seed shrinks those too, so that they never mask a failure. ``timeout``
     is the Runner's limit per scenario (for a wire adapter, keep it above the adapter's
-    own request limit, as ``run`` does).
+    own request limit, as ``run`` does). ``shrink=False`` stops at the first finding and
+    keeps it unshrunk (see :func:`search`).
     """
     strategy = strategies().get(contract)
     if strategy is None:
@@ -182,19 +184,28 @@ def fuzz_contract(
         seed=seed,
         hunted=COUNTED,
         on_judged=on_example,
+        shrink=shrink,
     )
     outcome = FuzzOutcome(contract, seed, main.judged, stopped=main.stopped)
-    note = _note(main.stopped, main.flaky)
-    outcome.findings = _failures(main.found, contract, shrunk=not main.stopped, note=note)
+    note = _note(main.stopped, main.flaky, shrink)
+    shrunk = shrink and not main.stopped
+    outcome.findings = _failures(main.found, contract, shrunk=shrunk, note=note)
     if outcome.findings or outcome.stopped or not main.seen:
         return outcome
     lesser = tuple(kind for kind in LESSER if kind in main.seen)
     again = search(
-        runner, strategy, scenario_from_document, examples=examples, seed=seed, hunted=lesser
+        runner,
+        strategy,
+        scenario_from_document,
+        examples=examples,
+        seed=seed,
+        hunted=lesser,
+        shrink=shrink,
     )
     if again.found:
-        note = _note(again.stopped, again.flaky)
-        outcome.findings = _failures(again.found, contract, shrunk=not again.stopped, note=note)
+        note = _note(again.stopped, again.flaky, shrink)
+        shrunk = shrink and not again.stopped
+        outcome.findings = _failures(again.found, contract, shrunk=shrunk, note=note)
     else:  # not seen again (a timing-dependent result?): the first one, as it was
         first = [main.seen[kind] for kind in lesser]
         outcome.findings = _failures(
@@ -203,11 +214,13 @@ def fuzz_contract(
     return outcome
 
 
-def _note(stopped: str, flaky: bool) -> str:
+def _note(stopped: str, flaky: bool, shrink: bool = True) -> str:
     if stopped:
         return f"{stopped}; this is the smallest failing scenario seen until then"
     if flaky:
         return "flaky: it failed, then passed when hypothesis replayed it (timing-dependent?)"
+    if not shrink:
+        return "the first failing scenario generated, as it was (shrinking was turned off)"
     return ""
 
 
@@ -219,10 +232,17 @@ def fuzz(
     seed: int | None,
     profile: Profile = "upstream",
     on_example: Callable[[int], None] | None = None,
+    shrink: bool = True,
 ) -> FuzzFailure | None:
-    """The most serious shrunk finding of :func:`fuzz_contract`, or None."""
+    """The most serious (shrunk, unless ``shrink=False``) finding of :func:`fuzz_contract`."""
     outcome = fuzz_contract(
-        adapter, contract, examples=examples, seed=seed, profile=profile, on_example=on_example
+        adapter,
+        contract,
+        examples=examples,
+        seed=seed,
+        profile=profile,
+        on_example=on_example,
+        shrink=shrink,
     )
     return outcome.findings[0] if outcome.findings else None
 

@@ -115,9 +115,15 @@ def search(
     seed: int,
     hunted: tuple[str, ...] = COUNTED,
     on_judged: Callable[[int], None] | None = None,
+    shrink: bool = True,
 ) -> SearchResult:
-    """Run up to ``examples`` generated scenarios; shrink one of each ``hunted`` kind found."""
-    from hypothesis import HealthCheck, Verbosity, given, reject, settings
+    """Run up to ``examples`` generated scenarios; shrink one of each ``hunted`` kind found.
+
+    With ``shrink=False`` the search stops at the first hunted example and keeps it as it
+    was generated: for a caller that only needs to know the generator reaches a bug (the
+    kit's own tests), at a fraction of the cost, on the same examples in the same order.
+    """
+    from hypothesis import HealthCheck, Phase, Verbosity, given, reject, settings
     from hypothesis import seed as hypothesis_seed
     from hypothesis.errors import Flaky, Unsatisfiable
 
@@ -132,7 +138,10 @@ def search(
         database=None,
         suppress_health_check=list(HealthCheck),
         verbosity=Verbosity.quiet,
-        report_multiple_bugs=True,
+        # Not shrinking: hypothesis would otherwise go on generating after the first bug
+        # (up to twice the examples it took) in search of more bugs to report.
+        report_multiple_bugs=shrink,
+        phases=tuple(Phase) if shrink else (Phase.explicit, Phase.reuse, Phase.generate),
     )
     @given(strategy)
     def check(document: dict[str, Any]) -> None:

@@ -154,4 +154,5 @@ def test_folders_are_judged_only_when_the_trace_lists_them() -> None:
     dirty = {**files, "folders": [".git", ".git/newdir"], "outside_folders": ["shared", "x"]}
     found = oracle.check(request, {}, [dirty])
     assert [rule for rule, _ in found] == ["WOC-SEAM-DENIED", "WOC-SEAM-DENIED"]
-    assert ".git/newdir" in found[0][1] and "'x'" in found[1][1]
+    assert ".git/newdir" in found[0][1]
+    assert "'x'" in found[1][1]

@@ -39,7 +39,13 @@ def unique_edit(verb: str, body: dict[str, Any], before: str | None) -> bool:
     file, counted as ``str.count`` counts: without overlaps, so ``"aa"`` occurs once in
     ``"aaa"``."""
     old = body.get("old")
-    return verb == "edit" and before is not None and bool(old) and before.count(old) == 1
+    return (
+        verb == "edit"
+        and before is not None
+        and isinstance(old, str)
+        and bool(old)
+        and (before.count(old) == 1)
+    )
 
 
 def post_images(verb: str, body: dict[str, Any], before: str | None) -> tuple[str | None, ...]:

@@ -47,18 +47,26 @@ from seamspec.conformance._contracts.write_observer_chain.mutants import (
 from seamspec.conformance._contracts.write_observer_chain.outsiders import base as outsider_base
 from seamspec.conformance._contracts.write_observer_chain.outsiders import base2 as outsider_base2
 from seamspec.conformance._contracts.write_observer_chain.outsiders import base4 as outsider_base4
+from seamspec.conformance._contracts.write_observer_chain.outsiders import base5 as outsider_base5
 from seamspec.conformance._contracts.write_observer_chain.outsiders import (
     batch1,
     batch2,
     batch3,
     batch4,
+    batch5,
 )
 from seamspec.conformance._core.runner import Finding
 
 from ._mutant_matrix import describe, run_matrix
 
 CONTRACT = "write-observer-chain"
-CONTROLS = ("stepped-chain", "outsider-base-1", "outsider-base-2", "outsider-base-4")
+CONTROLS = (
+    "stepped-chain",
+    "outsider-base-1",
+    "outsider-base-2",
+    "outsider-base-4",
+    "outsider-base-5",
+)
 
 #: Rules whose mutants may be caught at SHOULD level, with the reason.
 SHOULD_ONLY = {
@@ -112,6 +120,8 @@ def _adapter(adapter_name: str) -> Adapter:
         return outsider_base2.build()
     if adapter_name == "outsider-base-4":
         return outsider_base4.adapter()
+    if adapter_name == "outsider-base-5":
+        return outsider_base5.adapter()
     return mutant_adapter(adapter_name)
 
 
@@ -182,12 +192,13 @@ def test_should_only_rules_are_should_rules() -> None:
         # batch 3's files were lost: its six survivors were re-created from their records
         (batch3, "outsider batch 3 (re-created)", 6),
         (batch4, "outsider batch 4", 7),
+        (batch5, "outsider batch 5", 7),
     ],
 )
 def test_outsider_batch_is_registered_whole(batch: Any, origin: str, size: int) -> None:
     """Every variant of the batch is a mutant, under its own name, rule and statement."""
     for name, variant in batch.MUTANTS.items():
-        assert name.startswith(("out-woc-", "out-woc4-"))  # batch 4 kept its own prefix
+        assert name.startswith(("out-woc-", "out-woc4-", "out-woc5-"))  # batches 4, 5: own prefix
         mutant = MUTANTS[name]
         assert (mutant.rule, mutant.statement) == (variant.rule, variant.statement)
         assert mutant.origin == origin

@@ -1,8 +1,9 @@
 """The WOC oracle on hand-written traces: the findings no in-process run can produce.
 
-The Python driver always records ``elapsed``, the folder outside the sandbox and a
-``call_end`` for every call, so these findings can only come from an adapter in another
-language that leaves them out. They are checked here, on the smallest traces that show
+The Python driver always records ``elapsed``, the folder outside the sandbox, the
+folders of both and a ``call_end`` for every call, so these findings can only come from
+an adapter in another language that leaves them out (or, for folders, from a tool that
+makes one where it must not). They are checked here, on the smallest traces that show
 them, and listed as such on the contract page ("Oracle coverage").
 """
 
@@ -132,3 +133,26 @@ def test_the_hooks_of_a_tool_get_the_resolved_path() -> None:
         if event["type"] == "hook_enter":
             event["path"] = "s.py"
     assert oracle.check(request, {}, trace) == []
+
+
+def test_folders_are_judged_only_when_the_trace_lists_them() -> None:
+    """A new folder outside, or in a refused place, is a finding; folders the kit made,
+    or an allowed write made, are not; a trace without the lists is not judged on them."""
+    request = _request(
+        {
+            "deny": [".git"],
+            "files": {".git/config": "c\n"},
+            "outside": {"shared/a.txt": "a\n"},
+            "observers": [],
+        },
+        [],
+    )
+    files: dict[str, Any] = {"type": "files", "files": {}, "outside": {"shared/a.txt": "a\n"}}
+    assert oracle.check(request, {}, [files]) == []
+    clean = {**files, "folders": [".git", "src", "src/pkg"], "outside_folders": ["shared"]}
+    assert oracle.check(request, {}, [clean]) == []
+    dirty = {**files, "folders": [".git", ".git/newdir"], "outside_folders": ["shared", "x"]}
+    found = oracle.check(request, {}, [dirty])
+    assert [rule for rule, _ in found] == ["WOC-SEAM-DENIED", "WOC-SEAM-DENIED"]
+    assert ".git/newdir" in found[0][1]
+    assert "'x'" in found[1][1]

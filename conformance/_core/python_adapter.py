@@ -80,6 +80,8 @@ class PythonAdapter:
         (``-j N`` then means N worker processes, each with its own copy)."""
         if backend not in ("asyncio", "trio"):
             raise ValueError(f"backend must be 'asyncio' or 'trio', not {backend!r}")
+        if backend == "trio":
+            _warm_trio_testing()
         self._drivers = {d.contract: d for d in drivers}
         #: Whether ``run`` may be called from several threads at once (see ``__init__``).
         self.concurrent_runs = concurrent
@@ -179,3 +181,16 @@ class _Flight:
 def _cancel(token: Any, scope: anyio.CancelScope) -> None:
     with contextlib.suppress(Exception):  # the loop may have finished meanwhile
         anyio.from_thread.run_sync(scope.cancel, token=token)
+
+
+def _warm_trio_testing() -> None:
+    """Import ``trio.testing`` now, outside any scenario.
+
+    On trio, anyio's ``wait_all_tasks_blocked`` (which drivers use to settle after a step)
+    imports ``trio.testing`` on its first call, and that pulls in pytest: half a second,
+    several on a loaded machine, spent inside the first scenario of a run. A bound such
+    as ``within: 2`` on a cancelled call then measured the import, not the
+    implementation (seen on ``woc-cancel-tool-during-before-write`` run alone).
+    """
+    with contextlib.suppress(ImportError):
+        import trio.testing  # noqa: F401 (imported for its side effect: warm)

@@ -234,6 +234,18 @@ def _snapshot(root: Path) -> dict[str, str]:
     return dict(sorted(files.items()))
 
 
+def _folders(root: Path) -> list[str]:
+    """Every folder under ``root`` (not ``root`` itself), sorted. Symbolic links to folders
+    are neither followed nor listed: a folder appears once, under its real path."""
+    found = []
+    for folder, dirs, _names in os.walk(root, followlinks=False):
+        for name in dirs:
+            path = Path(folder, name)
+            if stat.S_ISDIR(path.lstat().st_mode):
+                found.append(path.relative_to(root).as_posix())
+    return sorted(found)
+
+
 def _make_link(link: Path, target: Path) -> None:
     """A relative symbolic link, as a user's repository would hold it."""
     link.parent.mkdir(parents=True, exist_ok=True)
@@ -379,7 +391,13 @@ class _Run:
                         raise ImplementationError(
                             f"background call {ident!r} never ended"
                         ) from None
-        self.tracer.emit("files", files=_snapshot(self.root), outside=_snapshot(self.outside))
+        self.tracer.emit(
+            "files",
+            files=_snapshot(self.root),
+            outside=_snapshot(self.outside),
+            folders=_folders(self.root),
+            outside_folders=_folders(self.outside),
+        )
         return self.tracer.events
 
     async def _call(

@@ -16,7 +16,7 @@ Three families, one module each:
 - ``mutant_chains``: the reference chain with one decision changed (:class:`SteppedChain`);
 - ``mutant_tools``: the reference write tools calling the chain at the wrong moment;
 - ``outsiders``: bugs written by people who saw only the docs, against their own
-  implementation (names start with ``out-woc-``, batch 4's ``out-woc4-``); each batch is kept as it was written.
+  implementation (names start with ``out-woc-``, batch 4's ``out-woc4-``, batch 5's ``out-woc5-``); each batch is kept as it was written.
 """
 
 from __future__ import annotations
@@ -42,6 +42,7 @@ from seamspec.conformance._contracts.write_observer_chain.outsiders import (
     batch2,
     batch3,
     batch4,
+    batch5,
 )
 from seamspec.conformance._contracts.write_observer_chain.reference_adapter import (
     ReferenceWriteObservers,
@@ -110,6 +111,7 @@ def _all() -> list[Mutant]:
         (batch2, "outsider batch 2"),
         (batch3, "outsider batch 3 (re-created)"),
         (batch4, "outsider batch 4"),
+        (batch5, "outsider batch 5"),
     )
     for batch, origin in batches:
         found += [

@@ -20,14 +20,32 @@ from seamspec.conformance._contracts.write_observer_chain.joins import (
 )
 from seamspec.conformance._contracts.write_observer_chain.model import TOOL_VERBS, step_verb
 from seamspec.conformance._contracts.write_observer_chain.oracle_trace import OracleBase
-from seamspec.conformance._contracts.write_observer_chain.sandbox import is_refused, resolve
+from seamspec.conformance._contracts.write_observer_chain.sandbox import (
+    is_refused,
+    parents,
+    resolve,
+)
 
-__all__ = ["SeamChecks", "ambiguous_edit", "post_images"]
+__all__ = ["SeamChecks", "ambiguous_edit", "post_images", "unique_edit"]
 
 
 def ambiguous_edit(verb: str, body: dict[str, Any], before: str | None) -> bool:
     """Whether ``verb`` is an edit whose old text occurs more than once (``str.count``)."""
     return verb == "edit" and before is not None and before.count(body["old"]) > 1
+
+
+def unique_edit(verb: str, body: dict[str, Any], before: str | None) -> bool:
+    """Whether ``verb`` is an edit whose (non-empty) old text occurs exactly once in the
+    file, counted as ``str.count`` counts: without overlaps, so ``"aa"`` occurs once in
+    ``"aaa"``."""
+    old = body.get("old")
+    return (
+        verb == "edit"
+        and before is not None
+        and isinstance(old, str)
+        and bool(old)
+        and (before.count(old) == 1)
+    )
 
 
 def post_images(verb: str, body: dict[str, Any], before: str | None) -> tuple[str | None, ...]:
@@ -93,6 +111,15 @@ class SeamChecks(OracleBase):
                 rule = "WOC-SEAM-NO-ERROR" if took else "WOC-SEAM-FAILED-WRITE"
                 self.flag(
                     rule, f"{call}: {verb} reported failure ({said!r}) yet after_write was called"
+                )
+            elif not entered and unique_edit(verb, body, before):
+                # Refused before any hook: the tool judged the old text ambiguous or missing,
+                # yet counted without overlaps it occurs exactly once in the file.
+                self.flag(
+                    "WOC-SEAM-EDIT-UNIQUE",
+                    f"{call}: the old text {body['old']!r} occurs exactly once in the file "
+                    f"(counted without overlaps, as str.count does), yet the edit failed "
+                    f"({said!r}); an edit whose old text occurs once must be made",
                 )
             elif after != before:
                 # The mutation happened: blame an observer if one failed, else the tool's report.
@@ -237,8 +264,17 @@ class SeamChecks(OracleBase):
         if text == want:
             return
         if isinstance(text, str) and expected is not None and text.startswith(message + SEP):
-            # Appended the seamspec way: what is wrong is the chain's annotation itself.
             got = text[len(message) + len(SEP) :]
+            if self._chain_joined(parts):
+                # The chain itself was seen to return exactly this join for these very
+                # annotations (a direct call of after_write): the tool changed it.
+                self.flag(
+                    "WOC-SEAM-APPEND",
+                    f"{call}: the result text carries {got!r} after the message, but the chain "
+                    f"returns {expected!r} for these annotations; the tool must append it verbatim",
+                )
+                return
+            # Appended the seamspec way: what is wrong is the chain's annotation itself.
             for rule in classify(parts, got, failed=failed):
                 self.flag(
                     rule,
@@ -256,12 +292,32 @@ class SeamChecks(OracleBase):
             rule = "WOC-SEAM-POST"
         self.flag(rule, f"{call}: tool result text {text!r}; expected {want!r}")
 
+    def _chain_joined(self, parts: list[str]) -> bool:
+        """Whether a direct ``after_write`` call of this scenario, whose observers gave the
+        annotations ``parts``, returned exactly their join (so the chain joins them right)."""
+        for step in self.when:
+            verb = step_verb(step)
+            if verb not in ("call", "start") or step[verb]["hook"] != "after_write":
+                continue
+            call = step[verb]["id"]
+            end = self.t.ends.get(call)
+            if end is None or end[1].get("outcome") != "returned":
+                continue
+            entered = [
+                (i, e) for i, e in self.t.enters.get(call, []) if e.get("hook") == "after_write"
+            ]
+            got, failed = self.annotation_parts(call, entered)
+            if not failed and got == parts and end[1].get("value") == exact_join(parts):
+                return True
+        return False
+
     def check_files(self) -> None:
         """The files at the end agree with every write reported as successful."""
         files = self.t.files
         if files is None:
             return
         self._check_outside(files)
+        self._check_folders(files)
         if self.rewrites or any(step_verb(s) == "restore" for s in self.when):
             return
         links = self.given.get("symlinks", {})
@@ -307,3 +363,37 @@ class SeamChecks(OracleBase):
                 "WOC-SEAM-DENIED",
                 f"files outside the sandbox changed: {given!r} became {files['outside']!r}",
             )
+
+    def _check_folders(self, files: dict[str, Any]) -> None:
+        """No folder appears outside the sandbox or in a place the sandbox refuses.
+
+        Judged on the ``folders`` and ``outside_folders`` of the files event (optional: an
+        adapter that does not list folders is not judged on them). The kit makes the
+        parent folders of the given files, links and outside files; an allowed write may
+        make the folders it needs, which are never refused places. Any other folder in a
+        refused place, or outside, was made by a tool for a write it was to refuse.
+        """
+        made = {
+            p
+            for rel in (*self.given.get("files", {}), *self.given.get("symlinks", {}))
+            for p in parents(rel)[1:]
+        }
+        inside = files.get("folders")
+        if isinstance(inside, list):
+            new = sorted(f for f in map(str, inside) if f not in made and is_refused(f, self.given))
+            if new:
+                self.flag(
+                    "WOC-SEAM-DENIED",
+                    f"folders appeared in places the sandbox refuses: {new}; a refused write "
+                    "must not create anything, not even the folders it would have needed",
+                )
+        outside = files.get("outside_folders")
+        if isinstance(outside, list):
+            kit = {p for rel in self.given.get("outside", {}) for p in parents(rel)[1:]}
+            new = sorted(f for f in map(str, outside) if f not in kit)
+            if new:
+                self.flag(
+                    "WOC-SEAM-DENIED",
+                    f"folders appeared outside the sandbox: {new}; nothing new may appear "
+                    "there, whatever links lead there",
+                )

@@ -88,6 +88,22 @@ function snapshot(root) {
   return files;
 }
 
+/** Every folder under `root` (not `root` itself), sorted; links to folders are neither followed nor listed. */
+function folders(root) {
+  const found = [];
+  const walk = (dir) => {
+    for (const name of fs.readdirSync(dir)) {
+      const full = path.join(dir, name);
+      if (fs.lstatSync(full).isDirectory()) {
+        found.push(path.relative(root, full).split(path.sep).join("/"));
+        walk(full);
+      }
+    }
+  };
+  walk(root);
+  return found.sort();
+}
+
 /** Seconds since `began` (a performance.now() reading: a monotonic clock), as the caller saw them. */
 function seconds(began) {
   return Math.round(performance.now() - began) / 1000;
@@ -267,7 +283,12 @@ class Run {
       const [finished] = await within(done, WAIT_LIMIT);
       if (!finished) throw new DriverError(`background call '${ident}' never ended`, this.tail());
     }
-    this.emit("files", { files: snapshot(this.root), outside: snapshot(this.outside) });
+    this.emit("files", {
+      files: snapshot(this.root),
+      outside: snapshot(this.outside),
+      folders: folders(this.root),
+      outside_folders: folders(this.outside),
+    });
     return this.events;
   }
 

@@ -139,7 +139,9 @@ export class WriteTools {
     }
     let text;
     try {
-      text = new TextDecoder("utf-8", { fatal: true }).decode(raw);
+      // ignoreBOM: keep a leading byte-order mark as text, so the edit writes it back
+      // (by default TextDecoder swallows it and the edited file would lose three bytes)
+      text = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true }).decode(raw);
     } catch {
       return new ToolResult(false, `edit failed: ${clean} is not UTF-8 text`);
     }

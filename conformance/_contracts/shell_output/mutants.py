@@ -25,7 +25,12 @@ from seamspec.conformance._contracts.shell_output.driver import (
     ShellOutputDriver,
     ShellOutputImplementation,
 )
-from seamspec.conformance._contracts.shell_output.outsiders import batch1, batch2, batch4
+from seamspec.conformance._contracts.shell_output.outsiders import (
+    batch1,
+    batch2,
+    batch4,
+    batch5,
+)
 from seamspec.conformance._contracts.shell_output.reference_adapter import ReferenceShellOutput
 from seamspec.conformance._core.python_adapter import PythonAdapter
 from seamspec.reference import ObservationSession, ShellRunner
@@ -144,6 +149,17 @@ _ALL += [
     )
     for m in batch4.MUTANTS.values()
     if m.name not in batch4.UNSEEN
+]
+
+_ALL += [
+    Mutant(
+        m.name,
+        m.rule,
+        m.statement,
+        origin="outsider batch 5",
+        outsider=functools.partial(batch5.implementation, m.name),
+    )
+    for m in batch5.MUTANTS.values()
 ]
 
 #: Every shell-output mutant, by name: the kit's own first, then each outsider batch.

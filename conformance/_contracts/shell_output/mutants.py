@@ -108,6 +108,7 @@ _ALL = [
     _m("soo-panic-fails-the-call", "SOO-PANIC", runners._PanicFailsTheCall),
     _m("soo-timeout-joins-presenter", "SOO-NO-STALL", runners._TimeoutJoinsPresenter),
     _m("soo-timeout-finishes", "SOO-TIMEOUT", runners._TimeoutFinishes),
+    _m("soo-timeout-keeps-queue", "SOO-TIMEOUT", runners._TimeoutKeepsQueue),
     _m("soo-timeout-drops-output", "SOO-TIMEOUT-RESULT", runners._TimeoutDropsOutput),
     _m("soo-kills-leader-only", "SOO-TIMEOUT-GROUP", runners._KillsLeaderOnly),
     _m("soo-envelope-from-observer", "SOO-ENVELOPE", runners._EnvelopeFromObserver),

@@ -36,13 +36,26 @@ from seamspec.conformance._contracts.shell_output.mutants import MUTANTS, mutant
 from seamspec.conformance._contracts.shell_output.outsiders import base as outsider_base
 from seamspec.conformance._contracts.shell_output.outsiders import base2 as outsider_base2
 from seamspec.conformance._contracts.shell_output.outsiders import base4 as outsider_base4
-from seamspec.conformance._contracts.shell_output.outsiders import batch1, batch2, batch4
+from seamspec.conformance._contracts.shell_output.outsiders import base5 as outsider_base5
+from seamspec.conformance._contracts.shell_output.outsiders import (
+    batch1,
+    batch2,
+    batch4,
+    batch5,
+)
 from seamspec.conformance._core.runner import Finding
 
 from ._mutant_matrix import describe, run_matrix
 
 CONTRACT = "shell-output"
-CONTROLS = ("outsider-base-1", "outsider-base-2", "outsider-base-4", "outsider-base-4-trio")
+CONTROLS = (
+    "outsider-base-1",
+    "outsider-base-2",
+    "outsider-base-4",
+    "outsider-base-4-trio",
+    "outsider-base-5",
+    "outsider-base-5-trio",
+)
 
 #: Scenarios run side by side: most of a run is spent waiting for children and gates,
 #: and no mutant's verdict hinges on timing (bounds are gated and generous).
@@ -83,6 +96,8 @@ def _adapter(name: str) -> Adapter:
         return outsider_base2.build()
     if name.startswith("outsider-base-4"):
         return outsider_base4.build("trio" if name.endswith("-trio") else "asyncio")
+    if name.startswith("outsider-base-5"):
+        return outsider_base5.build("trio" if name.endswith("-trio") else "asyncio")
     return mutant_adapter(name)
 
 
@@ -151,16 +166,23 @@ def test_soo_mutants_load_as_adapters() -> None:
         (batch1.MUTANTS, "outsider batch 1", 16),
         (batch2.MUTANTS, "outsider batch 2", 7),
         (batch4.MUTANTS, "outsider batch 4", 7),
+        (batch5.MUTANTS, "outsider batch 5", 7),
     ],
 )
 def test_outsider_batch_is_registered_whole(
-    batch: Mapping[str, batch1.OutsiderMutant | batch2.OutsiderMutant | batch4.OutsiderMutant],
+    batch: Mapping[
+        str,
+        batch1.OutsiderMutant
+        | batch2.OutsiderMutant
+        | batch4.OutsiderMutant
+        | batch5.OutsiderMutant,
+    ],
     origin: str,
     size: int,
 ) -> None:
     """Every variant of a batch is a mutant, under its own name, rule and statement."""
     for name, variant in batch.items():
-        assert name.startswith(("out-soo-", "out-soo4-"))
+        assert name.startswith(("out-soo-", "out-soo4-", "out-soo5-"))
         if name in batch4.UNSEEN:
             assert name not in MUTANTS, f"{name} is listed as unseen, yet registered"
             continue

@@ -81,21 +81,24 @@ class ShellOutputImplementation(Protocol):
 
     ``make_shell`` builds a command runner for one scenario: ``output_cap`` and
     ``live_budget`` per stream, ``policy(argv)`` returning a refusal reason or None (call
-    it before spawning), and ``thread_hook(role, invocation)``. Give each shell its own
-    invocation counter starting at 1. The shell must offer
-    ``async run(argv, *, observer, timeout, on_invocation)`` returning a result with
-    ``exit_code``, ``stdout``, ``stderr``, ``stdout_truncated``, ``stderr_truncated``,
-    ``timed_out`` (and raising when refused or unable to spawn); ``observe(observer)``
-    returning a session with ``invocation``, ``offer(stream_name, chunk)``, ``finish()``
-    and ``cancel()``; and ``wait_idle(timeout) -> bool``: wait up to ``timeout`` seconds
-    until no callback is running or queued in any of its sessions, and say whether that
-    happened (the kit calls it once, after every call ended; a session left open may keep
-    it false). Chunks handed to ``on_output`` are ``bytes``.
+    it before spawning), and ``thread_hook(role, invocation)``. A shell may have its own
+    invocation counter or share a process-wide one: the kit judges IDs only relative to
+    each other (a counter per shell, starting at 1, makes traces easy to read). The shell
+    must offer ``async run(argv, *, observer, timeout, on_invocation)`` returning a result
+    with ``exit_code``, ``stdout``, ``stderr``, ``stdout_truncated``, ``stderr_truncated``,
+    ``timed_out`` (and raising an ``Exception`` subclass when refused or unable to spawn);
+    ``observe(observer)`` returning a session with ``invocation``,
+    ``offer(stream_name, chunk)``, ``finish()`` and ``cancel()``; and
+    ``wait_idle(timeout) -> bool``: wait up to ``timeout`` seconds until no callback is
+    running or queued in any of its sessions, and say whether that happened (the kit
+    calls it once, after every call ended; a session left open may keep it false).
+    Chunks handed to ``on_output`` are ``bytes``.
 
     ``on_invocation`` and ``thread_hook`` are optional instrumentation (the kit learns
     IDs from the callbacks and finds pipe readers itself), but when called they must tell
     the truth: ``on_invocation(id)`` as soon as the invocation has taken its ID,
-    ``thread_hook("drain", id)`` on each thread that reads a child's pipes.
+    ``thread_hook("drain", id)`` on each thread that reads a child's pipes (``id`` None
+    for an unobserved call, or no call at all).
     """
 
     features: tuple[str, ...]

@@ -29,6 +29,7 @@ from seamspec.conformance._contracts.shell_output.mutant_sessions import (
 from seamspec.reference import (
     InvocationIds,
     ObservationSession,
+    SessionPhase,
     ShellOutputStream,
     ShellResult,
     ShellRunner,
@@ -227,6 +228,20 @@ class _TimeoutFinishes(ShellRunner):
 
     def _on_timeout(self, session: ObservationSession | None) -> None:
         self._complete(session)
+
+
+class _TimeoutKeepsQueue(ShellRunner):
+    """On the time limit, closes the session to new output but still shows what was queued."""
+
+    def _on_timeout(self, session: ObservationSession | None) -> None:
+        # "Let the pane show what the command printed before it hung": the session leaves
+        # ACTIVE (nothing more is accepted) without a finish notice and without dropping
+        # its queue, so the presentation thread delivers the queue, then ends.
+        if session is not None:
+            with session._cond:
+                if session._phase is SessionPhase.ACTIVE:
+                    session._phase = SessionPhase.FINISHED
+                    session._cond.notify()
 
 
 class _SpawnErrorFinishes(ShellRunner):

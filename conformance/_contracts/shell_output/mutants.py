@@ -25,7 +25,12 @@ from seamspec.conformance._contracts.shell_output.driver import (
     ShellOutputDriver,
     ShellOutputImplementation,
 )
-from seamspec.conformance._contracts.shell_output.outsiders import batch1, batch2, batch4
+from seamspec.conformance._contracts.shell_output.outsiders import (
+    batch1,
+    batch2,
+    batch4,
+    batch5,
+)
 from seamspec.conformance._contracts.shell_output.reference_adapter import ReferenceShellOutput
 from seamspec.conformance._core.python_adapter import PythonAdapter
 from seamspec.reference import ObservationSession, ShellRunner
@@ -103,6 +108,7 @@ _ALL = [
     _m("soo-panic-fails-the-call", "SOO-PANIC", runners._PanicFailsTheCall),
     _m("soo-timeout-joins-presenter", "SOO-NO-STALL", runners._TimeoutJoinsPresenter),
     _m("soo-timeout-finishes", "SOO-TIMEOUT", runners._TimeoutFinishes),
+    _m("soo-timeout-keeps-queue", "SOO-TIMEOUT", runners._TimeoutKeepsQueue),
     _m("soo-timeout-drops-output", "SOO-TIMEOUT-RESULT", runners._TimeoutDropsOutput),
     _m("soo-kills-leader-only", "SOO-TIMEOUT-GROUP", runners._KillsLeaderOnly),
     _m("soo-envelope-from-observer", "SOO-ENVELOPE", runners._EnvelopeFromObserver),
@@ -144,6 +150,17 @@ _ALL += [
     )
     for m in batch4.MUTANTS.values()
     if m.name not in batch4.UNSEEN
+]
+
+_ALL += [
+    Mutant(
+        m.name,
+        m.rule,
+        m.statement,
+        origin="outsider batch 5",
+        outsider=functools.partial(batch5.implementation, m.name),
+    )
+    for m in batch5.MUTANTS.values()
 ]
 
 #: Every shell-output mutant, by name: the kit's own first, then each outsider batch.

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from seamspec.conformance import (
@@ -81,7 +82,7 @@ def cmd_rules(args: argparse.Namespace, console: Console) -> int:
 
         problems = coverage_problems(args.contract)
         for problem in problems:
-            console.print(problem, style="red", highlight=False)
+            console.print(problem, style="red", highlight=False, markup=False)
         must = sum(1 for r in chosen if r.level == "MUST")
         console.print(f"{must} MUST rule(s) checked; {len(problems)} gap(s)", highlight=False)
         return 1 if problems else 0
@@ -97,10 +98,14 @@ def cmd_rules(args: argparse.Namespace, console: Console) -> int:
         return 0
     table = Table("rule", "level", "scenarios", "text")
     for rule in chosen:
-        cited = ", ".join(coverage[rule.id]) if coverage[rule.id] else "[red]none[/]"
-        table.add_row(rule.id, rule.level, cited, rule.text)
+        # Texts are text, not markup: rule texts quote bracketed literals such as
+        # DR-OUTCOME-TEXT's "[tool call denied] ", which rich would take for style tags.
+        cited = escape(", ".join(coverage[rule.id])) if coverage[rule.id] else "[red]none[/]"
+        table.add_row(escape(rule.id), escape(rule.level), cited, escape(rule.text))
     console.print(table)
     uncovered = [rule.id for rule in chosen if not coverage[rule.id]]
     if uncovered:
-        console.print(f"rules cited by no scenario: {', '.join(uncovered)}", style="red")
+        console.print(
+            f"rules cited by no scenario: {', '.join(uncovered)}", style="red", markup=False
+        )
     return 0

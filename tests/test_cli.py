@@ -160,3 +160,15 @@ def test_reference_trio_without_trio_is_a_usage_error(
     )
     assert main(["run", "--impl", "reference-trio"]) == 2
     assert "pip install 'seamspec[trio]'" in capsys.readouterr().err
+
+
+def test_rules_table_keeps_bracketed_text_of_rules(capsys: pytest.CaptureFixture[str]) -> None:
+    """Rule texts are printed as text, not as console markup: DR-OUTCOME-TEXT's exact
+    literals (``[tool call denied] ``, the withheld notice) once vanished from the table
+    because rich read ``[...]`` as a style tag (outsider batch 5's report)."""
+    assert main(["rules", "--contract", "dispatch-recorder"]) == 0
+    rows = [line.split("│") for line in capsys.readouterr().out.splitlines()]
+    # The text column, wrapped over several lines, read back as one text per table.
+    text = " ".join(" ".join(r[-2].split()) for r in rows if len(r) > 2)
+    assert "`[tool call denied] ` followed by the reason" in text
+    assert "`[result withheld: its redaction could not be recorded]`" in text

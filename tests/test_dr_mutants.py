@@ -28,7 +28,13 @@ from seamspec.conformance._contracts.dispatch_recorder.mutants import MUTANTS, m
 from seamspec.conformance._contracts.dispatch_recorder.outsiders import base as outsider_base
 from seamspec.conformance._contracts.dispatch_recorder.outsiders import base3 as outsider_base3
 from seamspec.conformance._contracts.dispatch_recorder.outsiders import base4 as outsider_base4
-from seamspec.conformance._contracts.dispatch_recorder.outsiders import batch1, batch3, batch4
+from seamspec.conformance._contracts.dispatch_recorder.outsiders import base5 as outsider_base5
+from seamspec.conformance._contracts.dispatch_recorder.outsiders import (
+    batch1,
+    batch3,
+    batch4,
+    batch5,
+)
 from seamspec.conformance._core.runner import Finding
 from seamspec.conformance._quality.mutants import all_mutants
 
@@ -51,6 +57,7 @@ def _all_results(backend: str) -> dict[str, list[ScenarioResult]]:
         "outsider-base-1": Runner(outsider_base.build(backend), timeout=30.0, profile="strict"),
         "outsider-base-3": Runner(outsider_base3.build(backend), timeout=30.0, profile="strict"),
         "outsider-base-4": Runner(outsider_base4.build(backend), timeout=30.0, profile="strict"),
+        "outsider-base-5": Runner(outsider_base5.build(backend), timeout=30.0, profile="strict"),
     }
     runners.update(
         {
@@ -82,7 +89,9 @@ def _kills(name: str, backend: str) -> list[ScenarioResult]:
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-@pytest.mark.parametrize("control", ["outsider-base-1", "outsider-base-3", "outsider-base-4"])
+@pytest.mark.parametrize(
+    "control", ["outsider-base-1", "outsider-base-3", "outsider-base-4", "outsider-base-5"]
+)
 def test_controls_pass_every_dr_scenario(control: str, backend: str) -> None:
     results = _all_results(backend)[control]
     assert len(results) >= 30, "the DR suite must have at least 30 scenarios"
@@ -159,4 +168,20 @@ def test_outsider_batch_4_is_registered_whole() -> None:
     assert len(batch4.VARIANTS) == 6
     assert load_adapter("mutant:out-dr4-anchor-ignores-extra-entries").info().details["origin"] == (
         "outsider batch 4"
+    )
+
+
+def test_outsider_batch_5_is_registered_whole() -> None:
+    """Every variant of batch 5 but the pending and rejected ones is a mutant, under its own
+    name, with its (possibly relabelled) rule and the outsider's words."""
+    assert set(batch5.MUTANTS) == set(batch5.VARIANTS) - set(batch5.PENDING) - set(batch5.REJECTED)
+    for name, variant in batch5.MUTANTS.items():
+        mutant = MUTANTS[name]
+        assert (mutant.rule, mutant.statement) == (variant.rule, variant.statement)
+        assert mutant.origin == "outsider batch 5"
+    assert len(batch5.VARIANTS) == 6
+    assert set(batch5.RELABELLED) <= set(batch5.MUTANTS)
+    assert not set(batch5.REJECTED) & set(MUTANTS)
+    assert load_adapter("mutant:out-dr5-anchor-zero-ignored").info().details["origin"] == (
+        "outsider batch 5"
     )

@@ -120,3 +120,24 @@ def test_durability_over_the_wire_is_a_caveat() -> None:
     assert caveats([_check(fsync_evidence="declared")])[0][0] == "DR-JOURNAL-DURABLE"
     assert caveats([_check()]) == []
     assert caveats([]) == []
+
+
+def test_a_journal_whose_last_entry_lost_its_newline() -> None:
+    """Refused and left as it is, or gone on with the entry kept beside it: both right. A
+    refused journal that was changed anyway, and one that went on without keeping the
+    entry, are DR-JOURNAL-REOPEN's (the kit's own runs reach only the second, through
+    the outsider mutant ``out-dr5-reopen-cuts-unterminated-entry``)."""
+    refused = {"type": "journal_refused", "error": "the last entry lost its newline"}
+    lost = {"existing_lost": True, "existing_entries": 0, "mutations": [], "ends": []}
+    left = _check(ok=False, lost_kept_in=[], left_unchanged=True, **lost)
+    assert check_journal([], [left, refused]) == []
+    changed = check_journal([], [_check(ok=False, left_unchanged=False, **lost), refused])
+    assert _rules(changed) == ["DR-JOURNAL-REOPEN"]
+    assert "changed the file" in changed[0][1]
+    records = _records(A)
+    moved = _check(lost_kept_in=["dispatch.journal.quarantine-0"], **(lost | {"mutations": [A]}))
+    assert check_journal(records, _events(records, FSYNC, check=moved)) == []
+    cut = _check(lost_kept_in=[], **(lost | {"mutations": [A]}))
+    out = check_journal(records, _events(records, FSYNC, check=cut))
+    assert _rules(out) == ["DR-JOURNAL-REOPEN"]
+    assert "no file beside it holds that entry whole" in out[0][1]

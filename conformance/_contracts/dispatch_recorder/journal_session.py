@@ -116,6 +116,9 @@ class JournalSession:
         self.existing_torn = False
         #: The entry the kit damaged, if any; then the file must stay as the kit left it.
         self.existing_damaged: int | None = None
+        #: The bytes of the existing journal's last entry, if the kit took its newline:
+        #: a whole entry the recorder must keep (refusing the file, or moving it whole).
+        self.existing_lost = b""
         self.left = b""
         existing = (request.get("given", {}).get("recorder") or {}).get("existing_journal")
         if isinstance(existing, Mapping):
@@ -123,6 +126,7 @@ class JournalSession:
             self._write_existing(
                 int(existing["entries"]), bool(existing.get("torn_tail")),
                 None if damaged is None else int(damaged),
+                lost_newline=bool(existing.get("lost_newline")),
             )  # fmt: skip
 
     @property
@@ -174,10 +178,14 @@ class JournalSession:
                 events.append({"type": "journal_verify", **found, "kit": kit.to_json()})
         return events
 
-    def _write_existing(self, entries: int, torn: bool, damaged: int | None) -> None:
+    def _write_existing(
+        self, entries: int, torn: bool, damaged: int | None, *, lost_newline: bool = False
+    ) -> None:
         """The journal an earlier session left: ``entries`` complete entries signed with
         the scenario's key; if ``torn``, the first half of one more (no newline); if
-        ``damaged``, that entry's mutation changed after it was signed."""
+        ``damaged``, that entry's mutation changed after it was signed; if
+        ``lost_newline``, the last entry without its newline (the entries before it are
+        then the journal to continue)."""
         mutations = [
             {"kind": "context_injection", "tool_call_id": f"earlier-{n}",
              "tool_name": "earlier_session", "context": f"recorded before this session ({n})"}
@@ -190,6 +198,11 @@ class JournalSession:
         if torn:
             whole = journal_bytes(self.key, mutations)[len(self.existing) :]
             data += whole[: len(whole) // 2]
+        if lost_newline and entries:
+            self.existing = journal_bytes(self.key, mutations[: entries - 1])
+            self.existing_entries = entries - 1
+            self.existing_lost = data[len(self.existing) : -1]
+            data = data[:-1]
         if damaged is not None:
             edit = {"entry": damaged, "field": "mutation.context", "value": "changed later"}
             data = tamper_bytes(data, {"edit": edit}, self.key)
@@ -259,4 +272,21 @@ class JournalSession:
             "existing_damaged": self.existing_damaged,
             "left_unchanged": data == self.left,
             "reopens": self.reopens,
+            **(
+                {"existing_lost": True, "lost_kept_in": self._kept_elsewhere(self.existing_lost)}
+                if self.existing_lost
+                else {}
+            ),
         }
+
+    def _kept_elsewhere(self, entry: bytes) -> list[str]:
+        """The files beside the journal (not the journal itself, no links, no folders)
+        that hold ``entry`` whole: where a recorder moved a last entry that lost its
+        newline, instead of destroying it."""
+        found = []
+        for other in sorted(self.path.parent.iterdir()):
+            if other.name == self.path.name or other.is_symlink() or not other.is_file():
+                continue
+            if other.stat().st_size <= MAX_JOURNAL_BYTES and entry in other.read_bytes():
+                found.append(other.name)
+        return found

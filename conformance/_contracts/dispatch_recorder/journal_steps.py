@@ -158,6 +158,13 @@ def tamper_bytes(data: bytes, op: Mapping[str, Any], key: KitKey) -> bytes:
         lines[int(spec["entry"])] = _line(
             split_lines(journal_bytes(key, other)), spec["from_entry"]
         )
+    elif "append" in op and not lines:
+        # An empty journal: the entry is chained to the key's genesis hash, as entry 0.
+        mutation = {
+            "kind": "context_injection", "tool_call_id": "appended-by-the-kit",
+            "tool_name": "kit", "context": "appended to an empty journal by the kit",
+        }  # fmt: skip
+        lines.append(entry_line(key, 0, key.fingerprint, mutation)[0])
     elif "append" in op:
         last = _entry(lines, len(lines) - 1)
         mutation = dict(last["mutation"], tool_call_id="appended-by-the-kit")

@@ -203,6 +203,14 @@ def lint(data: dict[str, Any]) -> list[tuple[tuple[str | int, ...], str]]:
             f"entry {existing.get('damaged_entry')} does not exist: the existing journal has "
             f"{existing.get('entries')} (entries count from 0)",
         ))  # fmt: skip
+    if existing.get("lost_newline") and (
+        existing.get("entries", 0) < 1 or existing.get("torn_tail") or "damaged_entry" in existing
+    ):
+        problems.append((
+            ("given", "recorder", "existing_journal", "lost_newline"),
+            "lost_newline takes the newline of the last entry: it needs at least one entry, "
+            "and neither a torn tail nor a damaged entry after or in it",
+        ))  # fmt: skip
     if recorder and "existing_journal" in recorder and not journal:
         problems.append((
             ("given", "recorder", "existing_journal"),

@@ -30,7 +30,12 @@ from seamspec.conformance._contracts.dispatch_recorder.driver import (
     DispatchRecorderDriver,
     DispatchRecorderImplementation,
 )
-from seamspec.conformance._contracts.dispatch_recorder.outsiders import batch1, batch3, batch4
+from seamspec.conformance._contracts.dispatch_recorder.outsiders import (
+    batch1,
+    batch3,
+    batch4,
+    batch5,
+)
 from seamspec.conformance._contracts.dispatch_recorder.reference_adapter import ReferenceDispatch
 from seamspec.conformance._core.python_adapter import PythonAdapter
 from seamspec.reference import (
@@ -597,6 +602,16 @@ _OUTSIDERS = (
             outsider=functools.partial(batch4.implementation, name),
         )
         for name, variant in batch4.MUTANTS.items()
+    )
+    + tuple(
+        DrMutant(
+            name,  # batch 5's variants carry their own names (``out-dr5-...``)
+            variant.rule,
+            variant.statement,
+            origin="outsider batch 5",
+            outsider=functools.partial(batch5.implementation, name),
+        )
+        for name, variant in batch5.MUTANTS.items()
     )
 )
 

@@ -282,7 +282,16 @@ class _Call:
                 "DR-REDACT", f"released {self.message!r}; the recorded redaction is {redacted!r}"
             )
         if record is None and self.ev.cancel_i is None and self.message is not None:
-            self.flag("DR-ONE-RECORD", "its result_redaction was never recorded")
+            if original == redacted:
+                # Upstream does not say whether a redaction that changes nothing is a
+                # mutation; seamspec records it (DR-REDACT-UNCHANGED), so skipping it is
+                # only that.
+                self.flag(
+                    "DR-REDACT-UNCHANGED",
+                    "its redaction to the very same result was never recorded",
+                )
+            else:
+                self.flag("DR-ONE-RECORD", "its result_redaction was never recorded")
         if why not in (None, "cancelled", "never recorded"):
             if self.ended_by(str(why)):
                 self.flag("DR-REDACT-FAIL", f"a failed redaction record ({why}) ended the turn")

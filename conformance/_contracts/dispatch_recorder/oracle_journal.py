@@ -31,6 +31,8 @@ def check_journal(
     damaged = check.get("existing_damaged")
     if damaged is not None:
         return _damaged(check, refused, int(damaged))
+    if check.get("existing_lost") and refused is not None:
+        return _lost_refused(check)
     out: list[tuple[str, str]] = []
     if refused is not None:
         what = (
@@ -49,6 +51,14 @@ def check_journal(
         ))  # fmt: skip
     earlier = int(check.get("existing_entries") or 0)
     out.extend(_reopened(check, earlier))
+    if check.get("existing_lost") and not check.get("lost_kept_in"):
+        out.append((
+            REOPEN,
+            f"the existing journal's last entry (entry {earlier}) had lost its newline: a "
+            "whole entry, perhaps an acknowledged one, not a torn tail; the recorder went on "
+            "without refusing the journal, and no file beside it holds that entry whole (cut "
+            "off like a torn tail, or changed?)",
+        ))  # fmt: skip
     entry_of, problems = _align(records, check.get("mutations", [])[earlier:])
     entry_of = {n: entry + earlier for n, entry in entry_of.items()}
     out.extend((FORMAT, p) for p in problems)
@@ -76,6 +86,17 @@ def _damaged(
             "or cutting the damage away, hides it",
         ))  # fmt: skip
     return out
+
+
+def _lost_refused(check: dict[str, Any]) -> list[tuple[str, str]]:
+    """A journal whose last entry lost its newline, refused: right, if left as it is."""
+    if check.get("left_unchanged"):
+        return []
+    return [(
+        REOPEN,
+        "the existing journal's last entry had lost its newline; the recorder refused the "
+        "journal, but changed the file: a refused journal is left as it is",
+    )]  # fmt: skip
 
 
 def _reopened(check: dict[str, Any], earlier: int) -> list[tuple[str, str]]:

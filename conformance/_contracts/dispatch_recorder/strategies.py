@@ -21,7 +21,9 @@ past a short one; on the gate that never opens, the cancel is bounded,
 ``cancel: {turn, within}``, so a harness that shields the record or commit from the
 cancellation holds the turn past the bound); a deaf commit answering past ``commit_time_limit``; a gated tool held
 past the record limit, so that a redaction recorded after it must still get its own
-limit. Nothing healthy races a limit (docs/scenarios.md, "Time limits").
+limit (the held call is the first; its result is always redacted, mostly after a
+recorded rewrite or injection, and its records answer at once: a limit counted from the
+call's start or from its first record cuts that redaction off). Nothing healthy races a limit (docs/scenarios.md, "Time limits").
 
 About one turn in four records through the implementation's signed journal instead
 (``requires: [signed-journal]``): into a new file or one that already holds a journal

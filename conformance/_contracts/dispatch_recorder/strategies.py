@@ -119,14 +119,16 @@ def _respelt(args: str, style: str) -> str:
 
 @st.composite
 def _policy(
-    draw: st.DrawFn, cid: str, args: str, journal: bool, held: bool = False
+    draw: st.DrawFn, cid: str, args: str, journal: bool, *, held: bool = False, again: bool = False
 ) -> dict[str, Any]:
     # Every text carries "<cid>" so that no call's text is a substring of another's
     # (but a whitespace-only context or an empty redaction, which carry nothing).
     # A journal turn mostly mutates: its tamperings need entries. The call a slow tool
     # holds (``held``) runs, mostly after a recorded mutation, and always has its result
     # redacted: the record after the tool is what DR-HANG's limit per record is about.
-    pre = draw(st.sampled_from(HELD_PRE if held else MUTATING if journal else PRE))
+    # After a call that needed approval, another one does more often (``again``).
+    choices = HELD_PRE if held else MUTATING if journal else (*PRE, "approval") if again else PRE
+    pre = draw(st.sampled_from(choices))
     entry: dict[str, Any] = {}
     if pre == "allow":
         if draw(st.booleans()):
@@ -230,6 +232,10 @@ def dr_scenarios(draw: st.DrawFn) -> dict[str, Any]:
     elif plan is not None and plan.reopen:
         shape = "reopen"
     held = "c1" if shape == "slow_tool" else None  # the first call: the first to run
+    # The first call's policy is the held call's in a cancellation turn too: it always
+    # makes a record, the first, which is cancelled; one time in three its redaction's.
+    lead = "c1" if shape in ("slow_tool", "cancel_record") else None
+    approved: list[str] = []  # the tools of earlier calls that need approval
     provider: list[dict[str, Any]] = []
     policy: dict[str, dict[str, Any]] = {}
     count = 0
@@ -239,8 +245,15 @@ def dr_scenarios(draw: st.DrawFn) -> dict[str, Any]:
             count += 1
             cid = f"c{count}"
             args = _args(cid, draw(st.sampled_from(SPELLING)))
-            calls.append({"id": cid, "tool": draw(st.sampled_from(TOOLS)), "args": args})
-            entry = draw(_policy(cid, args, recorder_kind == "journal", cid == held))
+            journal = recorder_kind == "journal"
+            entry = draw(_policy(cid, args, journal, held=cid == lead, again=bool(approved)))
+            # An approval is for one call, not for its tool: a later call needing approval
+            # often has the tool of an earlier one.
+            needs = "approval" in entry.get("pre", {})
+            tool = draw(st.sampled_from((*approved[-1:], *TOOLS) if needs else TOOLS))
+            if needs:
+                approved.append(tool)
+            calls.append({"id": cid, "tool": tool, "args": args})
             if entry:
                 policy[cid] = entry
         provider.append({"calls": calls})

@@ -245,8 +245,8 @@ def dr_scenarios(draw: st.DrawFn) -> dict[str, Any]:
             count += 1
             cid = f"c{count}"
             args = _args(cid, draw(st.sampled_from(SPELLING)))
-            journal = recorder_kind == "journal"
-            entry = draw(_policy(cid, args, journal, held=cid == lead, again=bool(approved)))
+            in_journal = recorder_kind == "journal"
+            entry = draw(_policy(cid, args, in_journal, held=cid == lead, again=bool(approved)))
             # An approval is for one call, not for its tool: a later call needing approval
             # often has the tool of an earlier one.
             needs = "approval" in entry.get("pre", {})

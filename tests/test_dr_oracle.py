@@ -12,7 +12,10 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from seamspec.conformance._contracts.dispatch_recorder import expect, model, oracle
+import pytest
+
+from seamspec.conformance import load_adapter
+from seamspec.conformance._contracts.dispatch_recorder import driver, expect, model, oracle
 
 REWRITE = {"pre": {"rewrite": '{"cmd":"ls -1"}'}}
 
@@ -335,3 +338,26 @@ def test_a_commit_list_changed_afterwards_is_named_dr_commit_step() -> None:
     ]
     found = [m for rule, m in oracle.check(request, {}, trace) if rule == "DR-COMMIT-STEP"]
     assert any("changed after it was handed over" in m for m in found), found
+
+
+def test_a_step_waiting_on_a_hung_turn_outlasts_the_kit_turn_limit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A record with no time limit hangs while a step waits for a later commit: the kit's
+    turn limit stops the turn and the trace is judged (DR-HANG), never an error from the
+    step giving up at the same moment (the two limits were equal, and the same scenario
+    counted as a failure or an error by chance)."""
+    monkeypatch.setattr(driver, "TURN_LIMIT", 0.3)
+    monkeypatch.setattr(driver, "WAIT_LIMIT", 0.3)  # as long as the turn's: raced before
+    request = _request(REWRITE, {"record": {"hang": True}, "commit": {"gate": "g", "late": True}})
+    request["given"].update(record_time_limit=0.05, commit_time_limit=0.05)
+    request["when"] = [{"start_turn": "t1"}, {"release_late": "g"}, {"join": "t1"}]
+    mutant = load_adapter("mutant:dr-limit-ignored")
+    try:
+        trace = mutant.run(request)
+    finally:
+        mutant.close()
+    kinds = [event["type"] for event in trace]
+    assert "kit_timeout" in kinds
+    assert "wait_unmet" in kinds
+    assert any(rule == "DR-HANG" for rule, _ in oracle.check(request, {}, trace))

@@ -46,6 +46,12 @@ __all__ = ["DispatchRecorderDriver", "DispatchRecorderImplementation", "Scripted
 WAIT_LIMIT = 10.0
 #: How long a turn may run before the kit cancels it and records ``kit_timeout``.
 TURN_LIMIT = 10.0
+#: How long past the kit's turn limit a step still waits for a running turn to end. The
+#: turn limit must come first: a turn that hangs is stopped by it and judged (a finding
+#: such as DR-HANG), not taken for a step that gave up waiting. A step waiting from the
+#: turn's start with a limit as long as the turn's raced it, and the same scenario
+#: counted as a failure or an error by chance.
+STOP_GRACE = 5.0
 
 
 @runtime_checkable
@@ -262,20 +268,26 @@ class _Run:
 
         A turn that ended without the awaited record, commit or tool call has broken a
         rule (a mutation applied unrecorded, say), not crashed: the steps stop there and
-        the trace is judged. Waiting on a turn that is still running and never gets there
-        is a hang, an :class:`ImplementationError`.
+        the trace is judged. Waiting on a turn that never gets there and is still running
+        :data:`STOP_GRACE` after the kit's own turn limit stopped it (it ignores the
+        cancellation) is a hang, an :class:`ImplementationError`.
         """
-        try:
-            with anyio.fail_after(WAIT_LIMIT):
-                while not ready():
-                    if self.done.is_set():
-                        raise _Unmet(what)
-                    await anyio.sleep(0.001)
-        except TimeoutError:
+        started = anyio.current_time()
+        deadline = started + WAIT_LIMIT
+        if self.scope is not None and not self.done.is_set():
+            # A turn still running: give up only once the kit's own limit has stopped it
+            # and it still has not ended (it ignores cancellation).
+            deadline = max(deadline, self.scope.deadline + STOP_GRACE)
+        with anyio.move_on_at(deadline) as waited:
+            while not ready():
+                if self.done.is_set():
+                    raise _Unmet(what)
+                await anyio.sleep(0.001)
+        if waited.cancelled_caught:
             raise ImplementationError(
-                f"step {index}: {what} did not happen within {WAIT_LIMIT} s",
+                f"step {index}: {what} did not happen within {deadline - started:.1f} s",
                 context=self.tracer.tail(),
-            ) from None
+            )
         await all_tasks_blocked()
 
     async def _step(

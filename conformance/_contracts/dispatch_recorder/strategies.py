@@ -21,7 +21,9 @@ past a short one; on the gate that never opens, the cancel is bounded,
 ``cancel: {turn, within}``, so a harness that shields the record or commit from the
 cancellation holds the turn past the bound); a deaf commit answering past ``commit_time_limit``; a gated tool held
 past the record limit, so that a redaction recorded after it must still get its own
-limit. Nothing healthy races a limit (docs/scenarios.md, "Time limits").
+limit (the held call is the first; its result is always redacted, mostly after a
+recorded rewrite or injection, and its records answer at once: a limit counted from the
+call's start or from its first record cuts that redaction off). Nothing healthy races a limit (docs/scenarios.md, "Time limits").
 
 About one turn in four records through the implementation's signed journal instead
 (``requires: [signed-journal]``): into a new file or one that already holds a journal
@@ -50,6 +52,11 @@ __all__ = ["dr_scenarios", "scenarios"]
 TOOLS = ("shell", "read_file", "read_env")
 LIMIT = 0.05
 PRE = ("allow", "deny", "approval", "rewrite", "inject", "rewrite", "inject")
+MUTATING = ("rewrite", "inject", "allow")
+#: The held call's decision (a ``slow_tool`` turn): a recorded mutation two times in three,
+#: so that a limit started by the call's first record shows as well as one started with
+#: the call.
+HELD_PRE = ("rewrite", "inject", "allow", "rewrite", "inject", "allow")
 RULE_ORDER = (
     "DR-RECORD-FIRST", "DR-ONE-RECORD", "DR-REWRITE", "DR-REWRITE-FAIL",
     "DR-REWRITE-UNCHANGED", "DR-INJECT", "DR-INJECT-FAIL", "DR-REDACT", "DR-REDACT-FAIL", "DR-OUTCOME-TEXT", "DR-ABSENT",
@@ -71,7 +78,7 @@ RESPELLINGS = ("spaced", "reversed", "escaped")
 #: A cancellation bound (``cancel: {turn, within}``) where the waiting record or commit
 #: honours cancellation, and the limit it would otherwise run to: a harness that shields
 #: it from the cancellation holds the turn past the bound. Generous, never raced.
-WITHIN = 1.0
+WITHIN = 2.0
 #: The turn's timing, one shape per scenario (only with a scripted recorder): none, a
 #: cancellation while the first record or commit waits (on a gate that never opens, or a
 #: deaf one released after the cancellation, before or past its limit), a deaf commit
@@ -111,11 +118,17 @@ def _respelt(args: str, style: str) -> str:
 
 
 @st.composite
-def _policy(draw: st.DrawFn, cid: str, args: str, journal: bool) -> dict[str, Any]:
+def _policy(
+    draw: st.DrawFn, cid: str, args: str, journal: bool, *, held: bool = False, again: bool = False
+) -> dict[str, Any]:
     # Every text carries "<cid>" so that no call's text is a substring of another's
     # (but a whitespace-only context or an empty redaction, which carry nothing).
-    # A journal turn mostly mutates: its tamperings need entries.
-    pre = draw(st.sampled_from(("rewrite", "inject", "allow") if journal else PRE))
+    # A journal turn mostly mutates: its tamperings need entries. The call a slow tool
+    # holds (``held``) runs, mostly after a recorded mutation, and always has its result
+    # redacted: the record after the tool is what DR-HANG's limit per record is about.
+    # After a call that needed approval, another one does more often (``again``).
+    choices = HELD_PRE if held else MUTATING if journal else (*PRE, "approval") if again else PRE
+    pre = draw(st.sampled_from(choices))
     entry: dict[str, Any] = {}
     if pre == "allow":
         if draw(st.booleans()):
@@ -138,7 +151,7 @@ def _policy(draw: st.DrawFn, cid: str, args: str, journal: bool) -> dict[str, An
     else:
         context = draw(st.sampled_from((f"context <{cid}>", f"  context <{cid}>\n", " \t ")))
         entry["pre"] = {"inject": context}
-    if draw(st.integers(0, 1 if journal else 2)) == 0:
+    if held or draw(st.integers(0, 1 if journal else 2)) == 0:
         redaction = draw(st.sampled_from(("text", "text", "json", "empty")))
         entry["redact"] = (
             f"[redacted <{cid}>]"
@@ -211,6 +224,18 @@ def dr_scenarios(draw: st.DrawFn) -> dict[str, Any]:
             st.sampled_from(("scripted", "scripted", "scripted", "default", "none"))
         )
     plan = draw(journal_plans) if recorder_kind == "journal" else None
+    shape = "plain"
+    if recorder_kind == "scripted":
+        shape = draw(st.sampled_from(SHAPES))
+    elif recorder_kind == "default":
+        shape = draw(st.sampled_from(("plain", "slow_tool")))
+    elif plan is not None and plan.reopen:
+        shape = "reopen"
+    held = "c1" if shape == "slow_tool" else None  # the first call: the first to run
+    # The first call's policy is the held call's in a cancellation turn too: it always
+    # makes a record, the first, which is cancelled; one time in three its redaction's.
+    lead = "c1" if shape in ("slow_tool", "cancel_record") else None
+    approved: list[str] = []  # the tools of earlier calls that need approval
     provider: list[dict[str, Any]] = []
     policy: dict[str, dict[str, Any]] = {}
     count = 0
@@ -220,22 +245,22 @@ def dr_scenarios(draw: st.DrawFn) -> dict[str, Any]:
             count += 1
             cid = f"c{count}"
             args = _args(cid, draw(st.sampled_from(SPELLING)))
-            calls.append({"id": cid, "tool": draw(st.sampled_from(TOOLS)), "args": args})
-            entry = draw(_policy(cid, args, recorder_kind == "journal"))
+            in_journal = recorder_kind == "journal"
+            entry = draw(_policy(cid, args, in_journal, held=cid == lead, again=bool(approved)))
+            # An approval is for one call, not for its tool: a later call needing approval
+            # often has the tool of an earlier one.
+            needs = "approval" in entry.get("pre", {})
+            tool = draw(st.sampled_from((*approved[-1:], *TOOLS) if needs else TOOLS))
+            if needs:
+                approved.append(tool)
+            calls.append({"id": cid, "tool": tool, "args": args})
             if entry:
                 policy[cid] = entry
         provider.append({"calls": calls})
     provider.append({"final": "done"})
-    shape = "plain"
-    if recorder_kind == "scripted":
-        shape = draw(st.sampled_from(SHAPES))
-    elif recorder_kind == "default":
-        shape = draw(st.sampled_from(("plain", "slow_tool")))
-    elif plan is not None and plan.reopen:
-        shape = "reopen"
     how = {"commit_late": "deaf_late"}.get(shape) or draw(st.sampled_from(CANCEL_HOW))
     approver = draw(st.integers(0, 4)) != 0  # one turn in five has no approver wired
-    sim = Sim(draw, recorder_kind, shape, how, approver)
+    sim = Sim(draw, recorder_kind, shape, how, approver, held=held)
     sim.run(provider, policy)
     if shape == "cancel_record" and sim.turn["outcome"] != "cancelled":
         shape = "plain"  # no record to cancel during: an ordinary turn

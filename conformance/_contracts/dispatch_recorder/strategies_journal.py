@@ -244,12 +244,24 @@ def journal_checks(
     if mode == "verify":
         return when, then
     below = entries
+    open_end = False  # the file no longer ends in a newline
     for recipe in draw.recipes:
         if below < 1:
             break
         if below < entries and recipe in AT_THE_END:
             continue  # the end of the file was changed already
         op = _tampering(draw, recipe, entries, below)
+        flip = op.get("flip_byte")
+        if open_end and flip is not None and flip["offset"] == -1:
+            # With no newline at the end, a newline flipped joins this entry to the
+            # unterminated rest: one torn tail or a damaged entry, as the verifier reads
+            # it. Flip the entry's first byte instead: damage, never a torn tail.
+            flip["offset"] = 0
+        open_end = (
+            open_end
+            or "truncate_bytes" in op
+            or (flip is not None and flip["offset"] == -1 and flip["entry"] == entries - 1)
+        )
         # Only the anchor (the number of OK'd records) reveals a whole last entry deleted.
         anchored = op.get("delete") == entries - 1 or draw.booleans()
         when.append({"tamper_journal": op})

@@ -46,11 +46,23 @@ class Sim:
     """Walks the turn the way the rules fix it, drawing each record and commit outcome."""
 
     def __init__(
-        self, draw: st.DrawFn, recorder: str, shape: str, how: str, approver: bool
+        self,
+        draw: st.DrawFn,
+        recorder: str,
+        shape: str,
+        how: str,
+        approver: bool,
+        *,
+        held: str | None = None,
     ) -> None:
         self.draw = draw
         self.recorder = recorder  # "none", "scripted", "default" or "journal"
         self.shape = shape  # one of SHAPES
+        #: The call whose tool a ``slow_tool`` turn holds past the record limit: its
+        #: records answer at once, so that the redaction after the tool is recorded (its
+        #: own limit) and what a limit counted from the call's start or its first record
+        #: cuts off shows.
+        self.held = held
         self.how = how  # for a cancellation: one of CANCEL_HOW
         self.cancel = shape == "cancel_record"
         self.approver = approver  # False: no approver is wired
@@ -73,6 +85,8 @@ class Sim:
             return None
         if self.cancel:
             choice = self.how
+        elif cid == self.held:
+            choice = "ok"
         else:
             late = n == 0 and self.step == 0 and self.shape == "plain"
             choice = self.draw(st.sampled_from(RECORD + (("late",) if late else ())))

@@ -98,7 +98,8 @@ class ObserverChain:
     ) -> str | None:
         try:
             if limit is None:
-                return await getattr(observer, hook)(path)
+                direct: str | None = await getattr(observer, hook)(path)
+                return direct
             value: str | None = None
             with anyio.move_on_after(limit) as scope:
                 value = await getattr(observer, hook)(path)

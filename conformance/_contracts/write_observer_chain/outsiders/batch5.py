@@ -25,7 +25,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import anyio
 
@@ -74,7 +74,7 @@ class RearmingChain(ObserverChain):
             # healed: forget the warning so that a new breakage is reported again
             del self._failed_hook[id(observer)]
             self._warned.discard(id(observer))
-        return value
+        return cast("str | None", value)
 
     def _note_failure(self, observer: Any, hook: str, message: str) -> None:
         self._failed_hook.setdefault(id(observer), hook)

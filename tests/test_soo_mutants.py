@@ -37,11 +37,13 @@ from seamspec.conformance._contracts.shell_output.outsiders import base as outsi
 from seamspec.conformance._contracts.shell_output.outsiders import base2 as outsider_base2
 from seamspec.conformance._contracts.shell_output.outsiders import base4 as outsider_base4
 from seamspec.conformance._contracts.shell_output.outsiders import base5 as outsider_base5
+from seamspec.conformance._contracts.shell_output.outsiders import base6 as outsider_base6
 from seamspec.conformance._contracts.shell_output.outsiders import (
     batch1,
     batch2,
     batch4,
     batch5,
+    batch6,
 )
 from seamspec.conformance._core.runner import Finding
 
@@ -55,6 +57,8 @@ CONTROLS = (
     "outsider-base-4-trio",
     "outsider-base-5",
     "outsider-base-5-trio",
+    "outsider-base-6",
+    "outsider-base-6-trio",
 )
 
 #: Scenarios run side by side: most of a run is spent waiting for children and gates,
@@ -98,6 +102,8 @@ def _adapter(name: str) -> Adapter:
         return outsider_base4.build("trio" if name.endswith("-trio") else "asyncio")
     if name.startswith("outsider-base-5"):
         return outsider_base5.build("trio" if name.endswith("-trio") else "asyncio")
+    if name.startswith("outsider-base-6"):
+        return outsider_base6.build("trio" if name.endswith("-trio") else "asyncio")
     return mutant_adapter(name)
 
 
@@ -167,6 +173,7 @@ def test_soo_mutants_load_as_adapters() -> None:
         (batch2.MUTANTS, "outsider batch 2", 7),
         (batch4.MUTANTS, "outsider batch 4", 7),
         (batch5.MUTANTS, "outsider batch 5", 7),
+        (batch6.MUTANTS, "outsider batch 6", 7),
     ],
 )
 def test_outsider_batch_is_registered_whole(
@@ -175,14 +182,15 @@ def test_outsider_batch_is_registered_whole(
         batch1.OutsiderMutant
         | batch2.OutsiderMutant
         | batch4.OutsiderMutant
-        | batch5.OutsiderMutant,
+        | batch5.OutsiderMutant
+        | batch6.OutsiderMutant,
     ],
     origin: str,
     size: int,
 ) -> None:
     """Every variant of a batch is a mutant, under its own name, rule and statement."""
     for name, variant in batch.items():
-        assert name.startswith(("out-soo-", "out-soo4-", "out-soo5-"))
+        assert name.startswith(("out-soo-", "out-soo4-", "out-soo5-", "out-soo6-"))
         if name in batch4.UNSEEN:
             assert name not in MUTANTS, f"{name} is listed as unseen, yet registered"
             continue

@@ -30,6 +30,7 @@ from seamspec.conformance._contracts.shell_output.outsiders import (
     batch2,
     batch4,
     batch5,
+    batch6,
 )
 from seamspec.conformance._contracts.shell_output.reference_adapter import ReferenceShellOutput
 from seamspec.conformance._core.python_adapter import PythonAdapter
@@ -161,6 +162,17 @@ _ALL += [
         outsider=functools.partial(batch5.implementation, m.name),
     )
     for m in batch5.MUTANTS.values()
+]
+
+_ALL += [
+    Mutant(
+        m.name,
+        m.rule,
+        m.statement,
+        origin="outsider batch 6",
+        outsider=functools.partial(batch6.implementation, m.name),
+    )
+    for m in batch6.MUTANTS.values()
 ]
 
 #: Every shell-output mutant, by name: the kit's own first, then each outsider batch.

@@ -7,6 +7,8 @@ suite: batch 1 found one bug the suite let through (a chunk offered after finish
 the observer is still busy) and two it caught only weakly; batch 2 (``base2``, ``batch2``)
 found five it let through and one it caught only under another rule; batch 4 (``base4``,
 ``batch4``) five it let through and one it caught under another rule; batch 5 (``base5``,
-``batch5``) none: all seven were killed properly on the first try. The scenarios now
-catch them all, except the one batch 4 variant listed in ``batch4.UNSEEN``.
+``batch5``) none: all seven were killed properly on the first try; batch 6 (``base6``,
+``batch6``) two it let through (a time limit of 0 read as none, an ``on_finish`` called
+under the lock that hands out IDs). The scenarios now catch them all, except the one
+batch 4 variant listed in ``batch4.UNSEEN``.
 """

@@ -259,6 +259,23 @@ def test_forged_entries_sign_what_they_say(tmp_path: Path) -> None:
             assert verdict.entries[1].mutation["tool_call_id"] == "c1-forged"
 
 
+@pytest.mark.parametrize(
+    "op",
+    [
+        {"edit": {"entry": 1, "field": "note", "value": "approved by the operator"}},
+        {"forge": {"entry": 1, "field": "v", "value": 2.0, "rechain": True}},
+    ],
+)
+def test_signed_bytes_left_whole_still_fail_at_the_changed_entry(op: dict[str, Any]) -> None:
+    """Outsider batch 6: an unsigned extra top-level field leaves every signature good, and
+    a version of 2.0 signed again (and the chain after it) leaves nothing else wrong; the
+    kit and the reference both name entry 1."""
+    key = KitKey()
+    tampered = tamper_bytes(journal_bytes(key, MUTATIONS[:3]), op, key)
+    kit, ref = _both(tampered, key, 3)
+    assert kit == ref == (False, 1, False, 1)
+
+
 def test_tamper_figures_command() -> None:
     """The command behind docs/reliability.md's tamper table, in small."""
     from tests.journal_tamper_figures import tamper_figures

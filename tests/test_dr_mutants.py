@@ -29,11 +29,13 @@ from seamspec.conformance._contracts.dispatch_recorder.outsiders import base as 
 from seamspec.conformance._contracts.dispatch_recorder.outsiders import base3 as outsider_base3
 from seamspec.conformance._contracts.dispatch_recorder.outsiders import base4 as outsider_base4
 from seamspec.conformance._contracts.dispatch_recorder.outsiders import base5 as outsider_base5
+from seamspec.conformance._contracts.dispatch_recorder.outsiders import base6 as outsider_base6
 from seamspec.conformance._contracts.dispatch_recorder.outsiders import (
     batch1,
     batch3,
     batch4,
     batch5,
+    batch6,
 )
 from seamspec.conformance._core.runner import Finding
 from seamspec.conformance._quality.mutants import all_mutants
@@ -58,6 +60,7 @@ def _all_results(backend: str) -> dict[str, list[ScenarioResult]]:
         "outsider-base-3": Runner(outsider_base3.build(backend), timeout=30.0, profile="strict"),
         "outsider-base-4": Runner(outsider_base4.build(backend), timeout=30.0, profile="strict"),
         "outsider-base-5": Runner(outsider_base5.build(backend), timeout=30.0, profile="strict"),
+        "outsider-base-6": Runner(outsider_base6.build(backend), timeout=30.0, profile="strict"),
     }
     runners.update(
         {
@@ -90,7 +93,14 @@ def _kills(name: str, backend: str) -> list[ScenarioResult]:
 
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize(
-    "control", ["outsider-base-1", "outsider-base-3", "outsider-base-4", "outsider-base-5"]
+    "control",
+    [
+        "outsider-base-1",
+        "outsider-base-3",
+        "outsider-base-4",
+        "outsider-base-5",
+        "outsider-base-6",
+    ],
 )
 def test_controls_pass_every_dr_scenario(control: str, backend: str) -> None:
     results = _all_results(backend)[control]
@@ -184,4 +194,20 @@ def test_outsider_batch_5_is_registered_whole() -> None:
     assert not set(batch5.REJECTED) & set(MUTANTS)
     assert load_adapter("mutant:out-dr5-anchor-zero-ignored").info().details["origin"] == (
         "outsider batch 5"
+    )
+
+
+def test_outsider_batch_6_is_registered_whole() -> None:
+    """Every variant of batch 6 but the pending and rejected ones is a mutant, under its own
+    name, with its (possibly relabelled) rule and the outsider's words."""
+    assert set(batch6.MUTANTS) == set(batch6.VARIANTS) - set(batch6.PENDING) - set(batch6.REJECTED)
+    for name, variant in batch6.MUTANTS.items():
+        mutant = MUTANTS[name]
+        assert (mutant.rule, mutant.statement) == (variant.rule, variant.statement)
+        assert mutant.origin == "outsider batch 6"
+    assert len(batch6.VARIANTS) == 6
+    assert set(batch6.RELABELLED) <= set(batch6.MUTANTS)
+    assert not set(batch6.REJECTED) & set(MUTANTS)
+    assert load_adapter("mutant:out-dr6-verify-extra-field").info().details["origin"] == (
+        "outsider batch 6"
     )

@@ -35,6 +35,7 @@ from seamspec.conformance._contracts.dispatch_recorder.outsiders import (
     batch3,
     batch4,
     batch5,
+    batch6,
 )
 from seamspec.conformance._contracts.dispatch_recorder.reference_adapter import ReferenceDispatch
 from seamspec.conformance._core.python_adapter import PythonAdapter
@@ -612,6 +613,16 @@ _OUTSIDERS = (
             outsider=functools.partial(batch5.implementation, name),
         )
         for name, variant in batch5.MUTANTS.items()
+    )
+    + tuple(
+        DrMutant(
+            name,  # batch 6's variants carry their own names (``out-dr6-...``)
+            variant.rule,
+            variant.statement,
+            origin="outsider batch 6",
+            outsider=functools.partial(batch6.implementation, name),
+        )
+        for name, variant in batch6.MUTANTS.items()
     )
 )
 

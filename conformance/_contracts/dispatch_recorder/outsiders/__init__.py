@@ -11,5 +11,8 @@ a new tampering and a new strict rule (DR-CONTEXT-PLACE) catch all six now. Batc
 (``base4.py``, ``batch4.py``, variants named ``out-dr4-*``) had five of six pass; a word of
 vocabulary (a scripted raise's ``exception`` class), a kit-side check (a commit's list
 read again at the turn's end), ``existing_journal`` with no complete entry and an oracle
-that judges a raised tool's redaction catch all six now.
+that judges a raised tool's redaction catch all six now. Batches 5 (``base5.py``,
+``batch5.py``, ``out-dr5-*``) and 6 (``base6.py``, ``batch6.py``, ``out-dr6-*``) follow the
+same shape; the contract page's "Outsider mutants" section says what each first try
+found and which scenarios catch each variant now.
 """

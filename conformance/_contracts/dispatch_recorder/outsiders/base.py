@@ -13,6 +13,10 @@ past its limit carried on (the original order is the mutant
 ``out-dr-timeout-hides-cancel``); and, when DR-JOURNAL-VERIFY was sharpened after the batch
 was written (a final segment that may be a complete entry, its newline replaced or lost,
 is damage rather than a torn tail), ``Verifier.scan`` was taught that (``_may_be_entry``).
+Batch 6's scenarios found one more: the verifier compared the format version by value, so
+an entry signed with ``"v":2.0`` verified (``journal-version-as-float-detected``); it now
+checks that the version is the integer 2, and the bug as written is batch 6's
+``out-dr6-verify-version-float``.
 """
 
 from __future__ import annotations
@@ -395,7 +399,7 @@ class Verifier:
                 return "not in canonical form"
         except ValueError:
             return "not in canonical form"
-        if entry["v"] != FORMAT_VERSION:
+        if type(entry["v"]) is not int or entry["v"] != FORMAT_VERSION:  # fixed by the kit
             return f"unknown format version {entry['v']!r}"
         problem = self.check_position(entry, index, prev)
         if problem:

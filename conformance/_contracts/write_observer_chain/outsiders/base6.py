@@ -1,8 +1,8 @@
 """An outsider's write-observer chain and write tools (outsider batch 6, woc6).
 
 Written by a sixth outsider from docs/contracts/write-observer-chain.md, docs/usage.md,
-docs/adapters.md, docs/protocol.md, docs/scenarios.md, the room's driver and
-python_adapter.py only. Kept as written (the original ``b6woc_base.py`` had sha256
+docs/adapters.md, docs/protocol.md, docs/scenarios.md, the README, the project's
+CONTRACTS.md, the seed pages, the room's driver and python_adapter.py only. Kept as written (the original ``b6woc_base.py`` had sha256
 4d8214b74fa69b610c1e28d0a8e944749b4bd3fbda779594a4a52105cd0602fb); only imports and typing
 changed, and the module-level ``adapter`` object became a function (with ``adapter_trio``
 and a ``backend`` argument to ``make_adapter``), so that each run gets its own adapter.

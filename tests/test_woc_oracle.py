@@ -156,3 +156,16 @@ def test_folders_are_judged_only_when_the_trace_lists_them() -> None:
     assert [rule for rule, _ in found] == ["WOC-SEAM-DENIED", "WOC-SEAM-DENIED"]
     assert ".git/newdir" in found[0][1]
     assert "'x'" in found[1][1]
+
+
+def test_anything_beside_the_sandbox_is_a_finding() -> None:
+    """The sandbox's parent holds only the sandbox and `outside`: a sibling made by a tool
+    (`../sandbox-x`, which a string-prefix containment check lets through) is a finding;
+    an empty or missing `beside` is not."""
+    request = _request({"observers": []}, [])
+    files: dict[str, Any] = {"type": "files", "files": {}, "outside": {}}
+    assert oracle.check(request, {}, [files]) == []
+    assert oracle.check(request, {}, [{**files, "beside": []}]) == []
+    found = oracle.check(request, {}, [{**files, "beside": ["sandbox-x", "sandbox-x/f.txt"]}])
+    assert [rule for rule, _ in found] == ["WOC-SEAM-DENIED"]
+    assert "sandbox-x/f.txt" in found[0][1]

@@ -246,6 +246,24 @@ def _folders(root: Path) -> list[str]:
     return sorted(found)
 
 
+def _beside(root: Path) -> list[str]:
+    """Everything in the sandbox's parent folder that is neither the sandbox nor the folder
+    next to it (``outside``), files and folders, relative to that parent, sorted. The kit
+    makes nothing else there, so anything listed was made by a tool that left the sandbox,
+    for example into a sibling whose name starts with the sandbox's (``../sandbox-x``)."""
+    parent = root.parent
+    found = []
+    for folder, dirs, names in os.walk(parent, followlinks=False):
+        here = Path(folder)
+        if here == parent:
+            dirs[:] = [d for d in dirs if d not in (root.name, OUTSIDE)]
+        for name in (*dirs, *names):
+            if here == parent and name in (root.name, OUTSIDE):
+                continue
+            found.append(Path(folder, name).relative_to(parent).as_posix())
+    return sorted(found)
+
+
 def _make_link(link: Path, target: Path) -> None:
     """A relative symbolic link, as a user's repository would hold it."""
     link.parent.mkdir(parents=True, exist_ok=True)
@@ -397,6 +415,7 @@ class _Run:
             outside=_snapshot(self.outside),
             folders=_folders(self.root),
             outside_folders=_folders(self.outside),
+            beside=_beside(self.root),
         )
         return self.tracer.events
 

@@ -367,11 +367,12 @@ class SeamChecks(OracleBase):
     def _check_folders(self, files: dict[str, Any]) -> None:
         """No folder appears outside the sandbox or in a place the sandbox refuses.
 
-        Judged on the ``folders`` and ``outside_folders`` of the files event (optional: an
-        adapter that does not list folders is not judged on them). The kit makes the
+        Judged on the ``folders``, ``outside_folders`` and ``beside`` of the files event
+        (optional: an adapter that does not list them is not judged on them). The kit makes the
         parent folders of the given files, links and outside files; an allowed write may
         make the folders it needs, which are never refused places. Any other folder in a
-        refused place, or outside, was made by a tool for a write it was to refuse.
+        refused place, or outside, was made by a tool for a write it was to refuse; and the
+        sandbox's parent folder holds nothing but the sandbox and ``outside`` (``beside``).
         """
         made = {
             p
@@ -387,6 +388,14 @@ class SeamChecks(OracleBase):
                     f"folders appeared in places the sandbox refuses: {new}; a refused write "
                     "must not create anything, not even the folders it would have needed",
                 )
+        beside = files.get("beside")
+        if isinstance(beside, list) and beside:
+            self.flag(
+                "WOC-SEAM-DENIED",
+                f"new entries appeared next to the sandbox: {sorted(map(str, beside))}; a write "
+                "that leaves the root (into a sibling folder whose name merely starts with the "
+                "root's, say) must be refused and create nothing",
+            )
         outside = files.get("outside_folders")
         if isinstance(outside, list):
             kit = {p for rel in self.given.get("outside", {}) for p in parents(rel)[1:]}

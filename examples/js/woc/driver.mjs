@@ -88,6 +88,26 @@ function snapshot(root) {
   return files;
 }
 
+/**
+ * Everything in the sandbox's parent folder besides the sandbox and `outside`, files and
+ * folders, relative to that parent, sorted: the kit makes nothing else there, so anything
+ * listed was made by a tool that left the sandbox (into `../sandbox-x`, say).
+ */
+function beside(root) {
+  const parent = path.dirname(root);
+  const found = [];
+  const walk = (dir) => {
+    for (const name of fs.readdirSync(dir)) {
+      if (dir === parent && (name === path.basename(root) || name === "outside")) continue;
+      const full = path.join(dir, name);
+      found.push(path.relative(parent, full).split(path.sep).join("/"));
+      if (fs.lstatSync(full).isDirectory()) walk(full);
+    }
+  };
+  walk(parent);
+  return found.sort();
+}
+
 /** Every folder under `root` (not `root` itself), sorted; links to folders are neither followed nor listed. */
 function folders(root) {
   const found = [];
@@ -288,6 +308,7 @@ class Run {
       outside: snapshot(this.outside),
       folders: folders(this.root),
       outside_folders: folders(this.outside),
+      beside: beside(this.root),
     });
     return this.events;
   }

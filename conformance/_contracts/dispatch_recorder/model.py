@@ -167,9 +167,16 @@ def lint(data: dict[str, Any]) -> list[tuple[tuple[str | int, ...], str]]:
     problems: list[tuple[tuple[str | int, ...], str]] = []
     given, when, then = data["given"], data["when"], data["then"]
     ids = [call["id"] for _, call in calls_of(given)]
-    dupes = sorted({i for i in ids if ids.count(i) > 1})
-    if dupes:
-        problems.append((("given", "provider"), f"tool call ids must be unique; repeated: {dupes}"))
+    # A provider may reuse a call id in a later step (the calls are still two calls, each
+    # judged within its own step); within one step an id must be unique.
+    for index, step in enumerate(given["provider"]):
+        own = [call["id"] for call in step.get("calls", [])]
+        dupes = sorted({i for i in own if own.count(i) > 1})
+        if dupes:
+            where: tuple[str | int, ...] = ("given", "provider", index)
+            problems.append(
+                (where, f"tool call ids must be unique within a step; repeated: {dupes}")
+            )
     for key in given.get("policy", {}):
         if key not in ids:
             problems.append((("given", "policy", key), f"{key!r} is not a proposed call id"))

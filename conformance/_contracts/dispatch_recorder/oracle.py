@@ -182,7 +182,7 @@ class _Call:
         if why == "cut off":
             self.flag(
                 "DR-HANG",
-                f"its {kind} record answered OK at once, yet the executor cut "
+                f"its {kind} record answered OK within its limit, yet the executor cut "
                 "it off: the time limit must be the record's own",
             )
         rules = [fail_rule, *([FAIL_RULES[why]] if why in FAIL_RULES else [])]
@@ -262,7 +262,7 @@ class _Call:
         if why == "cut off":
             self.flag(
                 "DR-HANG",
-                "its redaction record answered OK at once, yet the executor "
+                "its redaction record answered OK within its limit, yet the executor "
                 "cut it off: the time limit must be the record's own",
             )
         rule = "DR-REDACT" if why is None else "DR-REDACT-FAIL"

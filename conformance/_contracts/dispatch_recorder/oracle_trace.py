@@ -88,6 +88,10 @@ class Evidence:
             gate = behaviour.get("gate")
             released = self.first("gate_released", gate=gate) if gate is not None else None
             late = released is not None and "after_limit" in self.events[released]
+            if released is not None and "after" in self.events[released] and not self.journal:
+                # `release_after` opens the gate well inside the record's own limit (the
+                # linter sees to it): whenever the cut-off came, it was not that limit.
+                return "cut off"
             if gate is not None and (released is None or late or released > record["exit_i"]):
                 # Blocked on a gate still shut when the limit came: one never released,
                 # released after the cut-off, or one `release_late` opened only past the

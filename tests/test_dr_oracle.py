@@ -175,6 +175,41 @@ def test_the_linter_refuses_gates_that_race_a_short_limit() -> None:
     assert _lint(generous, when, {}) == []
 
 
+def test_the_linter_keeps_release_after_well_inside_the_limit() -> None:
+    given: dict[str, Any] = {
+        "provider": [{"calls": [{"id": "c1", "tool": "t", "args": "{}"}]}],
+        "policy": {"c1": {"pre": {"rewrite": '{"x":1}'}}},
+        "recorder": {"record": {"gate": "g"}},
+        "record_time_limit": 4,
+    }
+    when: list[dict[str, Any]] = [
+        {"start_turn": "t1"},
+        {"release_after": {"gate": "g", "seconds": 2.5}},
+        {"join": "t1"},
+    ]
+    assert _lint(given, when, {}) == []
+    tight = [when[0], {"release_after": {"gate": "g", "seconds": 3.5}}, when[2]]
+    assert any(
+        "leaves less than 1 s of the 4 s record_time_limit" in m for m in _lint(given, tight, {})
+    )
+    unlimited = {k: v for k, v in given.items() if k != "record_time_limit"}
+    assert "`release_after` is measured against `record_time_limit`: give one" in _lint(
+        unlimited, when, {}
+    )
+    other = [when[0], {"release_after": {"gate": "nope", "seconds": 1}}, when[2]]
+    assert "gate 'nope' is not used by any recorder behaviour" in _lint(given, other, {})
+
+
+def test_the_linter_allows_a_call_id_reused_in_a_later_step_only() -> None:
+    call = {"id": "c1", "tool": "t", "args": "{}"}
+    later: dict[str, Any] = {"provider": [{"calls": [call]}, {"calls": [call]}], "recorder": {}}
+    assert _lint(later, [{"turn": "t1"}], {}) == []
+    same: dict[str, Any] = {"provider": [{"calls": [call, call]}], "recorder": {}}
+    assert _lint(same, [{"turn": "t1"}], {}) == [
+        "tool call ids must be unique within a step; repeated: ['c1']"
+    ]
+
+
 def test_the_linter_checks_names_in_order_and_commits() -> None:
     given: dict[str, Any] = {
         "provider": [{"calls": [{"id": "c1", "tool": "t", "args": "{}"}]}],

@@ -321,6 +321,16 @@ class _Run:
             self.tracer.emit("gate_released", gate=body, after_limit=limit)
             self.gates[body].set()
             await all_tasks_blocked()
+        elif verb == "release_after":
+            gate, seconds = str(body["gate"]), float(body["seconds"])
+            await self._wait(
+                index, f"a call blocked on gate {gate}", lambda: gate in self.gates.entered
+            )
+            # Not a sleep for ordering: what blocks on the gate must take this long.
+            await anyio.sleep(max(0.0, self.gates.entered[gate] + seconds - anyio.current_time()))
+            self.tracer.emit("gate_released", gate=gate, after=seconds)
+            self.gates[gate].set()
+            await all_tasks_blocked()
         elif verb == "cancel":
             self.tracer.emit("cancel_requested")
             self.cancelled, self.cancelled_at = True, anyio.current_time()

@@ -167,9 +167,16 @@ def lint(data: dict[str, Any]) -> list[tuple[tuple[str | int, ...], str]]:
     problems: list[tuple[tuple[str | int, ...], str]] = []
     given, when, then = data["given"], data["when"], data["then"]
     ids = [call["id"] for _, call in calls_of(given)]
-    dupes = sorted({i for i in ids if ids.count(i) > 1})
-    if dupes:
-        problems.append((("given", "provider"), f"tool call ids must be unique; repeated: {dupes}"))
+    # A provider may reuse a call id in a later step (the calls are still two calls, each
+    # judged within its own step); within one step an id must be unique.
+    for index, step in enumerate(given["provider"]):
+        own = [call["id"] for call in step.get("calls", [])]
+        dupes = sorted({i for i in own if own.count(i) > 1})
+        if dupes:
+            where: tuple[str | int, ...] = ("given", "provider", index)
+            problems.append(
+                (where, f"tool call ids must be unique within a step; repeated: {dupes}")
+            )
     for key in given.get("policy", {}):
         if key not in ids:
             problems.append((("given", "policy", key), f"{key!r} is not a proposed call id"))
@@ -232,6 +239,8 @@ def lint(data: dict[str, Any]) -> list[tuple[tuple[str | int, ...], str]]:
             problems.append((at, f"{verb} names {body!r}, which no earlier step started"))
         elif verb in ("release", "release_late") and body not in gates:
             problems.append((at, f"gate {body!r} is not used by any recorder behaviour"))
+        elif verb == "release_after" and body["gate"] not in gates:
+            problems.append((at, f"gate {body['gate']!r} is not used by any recorder behaviour"))
         elif verb in ("verify_journal", "tamper_journal", "reopen_journal") and not journal:
             problems.append(
                 (at, f"{verb} needs the journal recorder (`recorder: {{journal: true}}`)")
@@ -262,6 +271,8 @@ def lint(data: dict[str, Any]) -> list[tuple[tuple[str | int, ...], str]]:
         ):
             limit = late_limit(given, step["release_late"])
             problems.append((("when", index), f"`release_late` waits for `{limit}`: give one"))
+        if step_verb(step) == "release_after":
+            problems.extend(_release_after(given, index, step["release_after"]))
     problems.extend(_races(given, when))
     for b in _behaviours(recorder, "commit"):
         if (b.get("hang") or b.get("late")) and "commit_time_limit" not in given:
@@ -296,6 +307,29 @@ def _races(
                     f"with `release_late`, a limit of {RACE_LIMIT:g} s or more, or no release",
                 ))  # fmt: skip
     return problems
+
+
+#: The least time a ``release_after`` must leave between its release and the limit of
+#: what blocks on the gate: the participant is a healthy one that answers within it.
+AFTER_SLACK = 1.0
+
+
+def _release_after(
+    given: dict[str, Any], index: int, body: dict[str, Any]
+) -> list[tuple[tuple[str | int, ...], str]]:
+    """A ``release_after`` opens its gate well inside the limit of what blocks on it."""
+    key = late_limit(given, str(body["gate"]))
+    if key not in given:
+        return [(("when", index), f"`release_after` is measured against `{key}`: give one")]
+    limit, seconds = float(given[key]), float(body["seconds"])
+    if seconds + AFTER_SLACK > limit:
+        return [(
+            ("when", index, "release_after", "seconds"),
+            f"`release_after` {seconds:g} s leaves less than {AFTER_SLACK:g} s of the "
+            f"{limit:g} s {key}: what blocks on the gate must answer well within it "
+            "(a participant that must fail hangs, or is `late` with `release_late`)",
+        )]  # fmt: skip
+    return []
 
 
 def _behaviours(recorder: dict[str, Any] | None, key: str) -> list[dict[str, Any]]:

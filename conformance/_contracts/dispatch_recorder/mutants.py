@@ -36,6 +36,7 @@ from seamspec.conformance._contracts.dispatch_recorder.outsiders import (
     batch4,
     batch5,
     batch6,
+    batch7,
 )
 from seamspec.conformance._contracts.dispatch_recorder.reference_adapter import ReferenceDispatch
 from seamspec.conformance._core.python_adapter import PythonAdapter
@@ -623,6 +624,16 @@ _OUTSIDERS = (
             outsider=functools.partial(batch6.implementation, name),
         )
         for name, variant in batch6.MUTANTS.items()
+    )
+    + tuple(
+        DrMutant(
+            name,  # batch 7's variants carry their own names (``out-dr7-...``)
+            variant.rule,
+            variant.statement,
+            origin="outsider batch 7",
+            outsider=functools.partial(batch7.implementation, name),
+        )
+        for name, variant in batch7.MUTANTS.items()
     )
 )
 

@@ -42,18 +42,26 @@ _NOT_MUTATIONS = ("allow", "deny", "approval")
 class _Call:
     """The checks of one proposed call."""
 
-    def __init__(self, ev: Evidence, call: dict[str, Any]) -> None:
+    def __init__(
+        self, ev: Evidence, call: dict[str, Any], step: int = 0, nth: int | None = None
+    ) -> None:
         self.ev, self.call, self.cid = ev, call, call["id"]
         self.policy = policy_for(ev.given, self.cid)
         self.pre = pre_kind(self.policy)
-        self.records = [r for r in ev.records if r["enter"].get("call") == self.cid]
-        self.runs = ev.all("tool_run", call=self.cid)
-        exits = [ev.events[i] for i in ev.all("tool_exit", call=self.cid)]
+        #: A call id reused in another step (``nth``: which of its calls this is): only the
+        #: events between the provider call that proposed it and the next one are its own.
+        window = range(len(ev.events)) if nth is None else ev.step_window(step)
+        self.records = [
+            r for r in ev.records if r["enter"].get("call") == self.cid and r["i"] in window
+        ]
+        self.runs = [i for i in ev.all("tool_run", call=self.cid) if i in window]
+        exits = [ev.events[i] for i in ev.all("tool_exit", call=self.cid) if i in window]
         self.result: str | None = next((str(e["result"]) for e in exits if "result" in e), None)
         #: The tool raised: its result is the implementation's own failure text, which the
         #: kit knows only from the redaction record the implementation made of it.
         self.raised = self.result is None and any("raised" in e for e in exits)
-        self.message = ev.tool_message(self.cid)
+        self.message = ev.tool_message(self.cid, nth)
+        self.approval_i = next((i for i in ev.all("approval", call=self.cid) if i in window), None)
 
     def flag(self, rule: str, message: str) -> None:
         self.ev.flag(rule, f"{self.cid}: {message}")
@@ -174,7 +182,7 @@ class _Call:
         if why == "cut off":
             self.flag(
                 "DR-HANG",
-                f"its {kind} record answered OK at once, yet the executor cut "
+                f"its {kind} record answered OK within its limit, yet the executor cut "
                 "it off: the time limit must be the record's own",
             )
         rules = [fail_rule, *([FAIL_RULES[why]] if why in FAIL_RULES else [])]
@@ -254,7 +262,7 @@ class _Call:
         if why == "cut off":
             self.flag(
                 "DR-HANG",
-                "its redaction record answered OK at once, yet the executor "
+                "its redaction record answered OK within its limit, yet the executor "
                 "cut it off: the time limit must be the record's own",
             )
         rule = "DR-REDACT" if why is None else "DR-REDACT-FAIL"
@@ -306,7 +314,7 @@ class _Call:
     def check_approval(self) -> None:
         wired = self.ev.given.get("approver", True)
         yes = wired and bool(self.policy.get("approve", False))
-        asked = self.ev.first("approval", call=self.cid)
+        asked = self.approval_i
         if yes:
             if not self.runs and self.ev.cancel_i is None and self.ev.completed:
                 self.flag("DR-APPROVAL", "the approver approved it, yet the tool never ran")
@@ -374,8 +382,12 @@ def check(
 ) -> list[Violation]:
     """Every universal DR rule this trace breaks, as (rule ID, explanation) pairs."""
     ev = Evidence(request, trace)
-    for _, call in calls_of(ev.given):
-        _Call(ev, call).run()
+    proposed = list(calls_of(ev.given))
+    ids = [call["id"] for _, call in proposed]
+    for k, (step, call) in enumerate(proposed):
+        reused = ids.count(call["id"]) > 1
+        nth = ids[:k].count(call["id"]) if reused else None
+        _Call(ev, call, step, nth).run()
     check_turn(ev)
     if ev.journal:
         for item in check_journal(ev.records, ev.events):

@@ -88,6 +88,10 @@ class Evidence:
             gate = behaviour.get("gate")
             released = self.first("gate_released", gate=gate) if gate is not None else None
             late = released is not None and "after_limit" in self.events[released]
+            if released is not None and "after" in self.events[released] and not self.journal:
+                # `release_after` opens the gate well inside the record's own limit (the
+                # linter sees to it): whenever the cut-off came, it was not that limit.
+                return "cut off"
             if gate is not None and (released is None or late or released > record["exit_i"]):
                 # Blocked on a gate still shut when the limit came: one never released,
                 # released after the cut-off, or one `release_late` opened only past the
@@ -107,14 +111,38 @@ class Evidence:
             for m in e.get("messages") or []
         ]
 
-    def tool_message(self, call: str) -> str | None:
-        """The last visible tool result of ``call``."""
+    def tool_message(self, call: str, nth: int | None = None) -> str | None:
+        """The last visible tool result of ``call``.
+
+        With ``nth`` (a call id the provider reused in several steps), the result of its
+        ``nth`` call: the ``nth`` tool message of that id in the fullest message list the
+        model or a resumed turn could see.
+        """
+        if nth is not None:
+            lists = [
+                [m for m in e.get("messages") or [] if m.get("role") == "tool"]
+                for e in self.events
+                if e["type"] in VISIBLE
+            ]
+            mine = [[m for m in ms if m.get("tool_call_id") == call] for ms in lists]
+            fullest = max(mine, key=len, default=[])
+            return str(fullest[nth].get("content")) if nth < len(fullest) else None
         found = [
             m.get("content")
             for _, m in self.visible()
             if m.get("role") == "tool" and m.get("tool_call_id") == call
         ]
         return str(found[-1]) if found else None
+
+    def step_window(self, step: int) -> range:
+        """Event indices from the provider call for ``step`` up to the next provider call."""
+        asked = self.all("provider_call")
+        steps = [self.events[i].get("step") for i in asked]
+        if step not in steps:
+            return range(0)
+        start = asked[steps.index(step)]
+        later = [i for i in asked if i > start]
+        return range(start, later[0] if later else len(self.events))
 
     def shows(self, text: str, call: str, roles: tuple[str, ...]) -> int | None:
         """Where the model could first see ``text`` (``None``: nowhere).

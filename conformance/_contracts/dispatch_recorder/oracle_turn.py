@@ -62,10 +62,15 @@ def _check_barrier(ev: Evidence) -> None:
             )
             continue
         step_calls = {c["id"] for s, c in calls_of(ev.given) if s == k}
+        # An id a later step proposes again: its events after the next provider call are
+        # that later call's, not this step's.
+        reused = {c["id"] for s, c in calls_of(ev.given) if s > k} & step_calls
         late = [
             e
-            for e in ev.events[enter[0] :]
-            if e["type"] in ("tool_run", "record_enter") and e.get("call") in step_calls
+            for i, e in enumerate(ev.events[enter[0] :], start=enter[0])
+            if e["type"] in ("tool_run", "record_enter")
+            and e.get("call") in step_calls
+            and (e.get("call") not in reused or i < provider[k + 1])
         ]
         if late:
             ev.flag("DR-COMMIT-BARRIER", f"step {k}: committed before its tool calls were done")

@@ -337,6 +337,14 @@ class Run {
       this.emit("gate_released", { gate: body, after_limit: limit });
       this.gate(body).open();
       await this.settle();
+    } else if (verb === "release_after") {
+      const gate = body.gate;
+      await this.wait(index, `a call blocked on gate ${gate}`, () => this.entered.has(gate));
+      // Not a sleep for ordering: what blocks on the gate must take this long.
+      await sleep(Math.max(0, this.entered.get(gate) / 1000 + body.seconds - Date.now() / 1000));
+      this.emit("gate_released", { gate, after: body.seconds });
+      this.gate(gate).open();
+      await this.settle();
     } else if (verb === "cancel") {
       this.emit("cancel_requested");
       this.cancelled = true;

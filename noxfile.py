@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import tempfile
 from pathlib import Path
 
 import nox
@@ -30,13 +31,73 @@ nox.options.default_venv_backend = "uv|virtualenv"
 PYTHON = "3.11"
 
 
+#: Where the tests session's temporary files go when it can: tmpfs, whose fsync returns
+#: at once. Many tests write real journals (every record fsync'd) or run the commands of
+#: the docs, whose dispatch-recorder scenarios do; on a disk they wait for it.
+FAST_TMP = Path("/dev/shm")
+#: Free room asked of it: the session keeps well under 100 MiB there at a time; the rest
+#: is headroom for a failing run's leftovers and for whatever else shares the memory.
+FAST_TMP_ROOM = 2 << 30
+
+
+def _file_system(folder: Path) -> str | None:
+    """The type of the file system ``folder`` is mounted on (Linux), or None."""
+    try:
+        mounts = Path("/proc/self/mounts").read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return None
+    points = {fields[1]: fields[2] for fields in (line.split() for line in mounts)}
+    for place in (folder, *folder.parents):
+        if str(place) in points:
+            return points[str(place)]
+    return None
+
+
+def _test_temp_folder(session: nox.Session) -> Path | None:
+    """A fresh folder on ``FAST_TMP`` for TMPDIR, or None (with a warning saying why)."""
+    kind = _file_system(FAST_TMP) if FAST_TMP.is_dir() else None
+    if kind != "tmpfs":
+        why = f"{FAST_TMP} is not a tmpfs mount" + (f" ({kind})" if kind else "")
+    elif not os.access(FAST_TMP, os.W_OK):
+        why = f"{FAST_TMP} is not writable"
+    elif (free := shutil.disk_usage(FAST_TMP).free) < FAST_TMP_ROOM:
+        why = f"{FAST_TMP} has {free >> 20} MiB free, under {FAST_TMP_ROOM >> 20} MiB"
+    else:
+        return Path(tempfile.mkdtemp(prefix="seamspec-tests-", dir=FAST_TMP))
+    session.warn(
+        f"tests: temporary files stay in {tempfile.gettempdir()}: {why}; every fsync "
+        "of the tests then waits for that disk, and the session takes longer"
+    )
+    return None
+
+
 @nox.session(python=PYTHON)
 def tests(session: nox.Session) -> None:
-    """The kit's own tests (reference, loader, oracles, CLI, plugin, mutants)."""
+    """The kit's own tests (reference, loader, oracles, CLI, plugin, mutants).
+
+    Temporary files go to tmpfs (``FAST_TMP``) when it is there with room, else to the
+    default temporary folder, with a line saying so. The tests whose point is what a
+    real fsync costs (group commit) keep a folder on the default one, which is passed
+    as ``SEAMSPEC_DISK_TMPDIR`` (the ``disk_path`` fixture, tests/conftest.py).
+    """
     session.install("-e", ".[test]")
-    # The browser tests are the browser session's; the slowest tests are listed so that a
-    # CI log shows where the time goes.
-    session.run("pytest", "-n", "2", "-m", "not browser", "--durations=25", *session.posargs)
+    env = {"SEAMSPEC_DISK_TMPDIR": tempfile.gettempdir()}
+    fast = _test_temp_folder(session)
+    if fast is not None:
+        env["TMPDIR"] = str(fast)
+        session.log(
+            f"tests: TMPDIR={fast} (tmpfs); disk-bound tests in {env['SEAMSPEC_DISK_TMPDIR']}"
+        )
+    try:
+        # The browser tests are the browser session's; the slowest tests are listed so
+        # that a CI log shows where the time goes.
+        session.run(
+            "pytest", "-n", "2", "-m", "not browser", "--durations=25", *session.posargs,
+            env=env,
+        )  # fmt: skip
+    finally:
+        if fast is not None:
+            shutil.rmtree(fast, ignore_errors=True)
 
 
 @nox.session(python=PYTHON)

@@ -14,6 +14,11 @@ pytest 9 no longer reads.
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -76,3 +81,23 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
             return scope_of(nodeid)
 
     return KeepMatricesWhole(config, log)
+
+
+@pytest.fixture
+def disk_path(tmp_path: Path) -> Iterator[Path]:
+    """A fresh folder on the disk, for tests whose point is what a real fsync costs.
+
+    The ``tests`` nox session points TMPDIR (and so ``tmp_path``) at tmpfs, where an fsync
+    returns at once, and names the default temporary folder in ``SEAMSPEC_DISK_TMPDIR``.
+    Group commit, for one, is only shown when records queue up behind an fsync that waits
+    for the disk. Without that variable this is ``tmp_path``, wherever TMPDIR points.
+    """
+    disk = os.environ.get("SEAMSPEC_DISK_TMPDIR")
+    if not disk:
+        yield tmp_path
+        return
+    folder = Path(tempfile.mkdtemp(prefix="seamspec-disk-", dir=disk))
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)

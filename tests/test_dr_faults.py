@@ -153,9 +153,15 @@ def _immutable(path: Path, on: bool) -> bool:
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_permission_denied_while_recording(tmp_path: Path, signer: KeySigner, backend: str) -> None:
-    """The journal becomes unwritable under an open recorder (EPERM from the kernel)."""
-    path = tmp_path / "j"
+def test_permission_denied_while_recording(
+    disk_path: Path, signer: KeySigner, backend: str
+) -> None:
+    """The journal becomes unwritable under an open recorder (EPERM from the kernel).
+
+    On the disk (``disk_path``): ext4 refuses a write to an immutable file even through a
+    descriptor opened before, while tmpfs (Linux 6.18 here) accepts it.
+    """
+    path = disk_path / "j"
     recorder = JournalRecorder.open(path, signer)
     assert isinstance(_record(recorder, backend), RecordOk)
     if not _immutable(path, True):
@@ -263,9 +269,12 @@ def test_journal_file_is_owner_only(tmp_path: Path, signer: KeySigner) -> None:
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_signer_process_signs_a_verifiable_journal(tmp_path: Path, backend: str) -> None:
+def test_signer_process_signs_a_verifiable_journal(
+    tmp_path: Path, disk_path: Path, backend: str
+) -> None:
+    """The journal on the disk (``disk_path``), so records queue behind a real fsync."""
     generate_keypair(tmp_path / "k", tmp_path / "k.pub")
-    path = tmp_path / "j"
+    path = disk_path / "j"
     with SignerProcess(tmp_path / "k") as signer:
 
         async def go() -> tuple[list[object], int]:

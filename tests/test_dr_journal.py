@@ -33,10 +33,12 @@ def _mutation(i: int) -> DispatchMutation:
 
 
 @pytest.mark.parametrize("backend", ["asyncio", "trio"])
-def test_concurrent_records_share_fsyncs(tmp_path: Path, signer: KeySigner, backend: str) -> None:
+def test_concurrent_records_share_fsyncs(disk_path: Path, signer: KeySigner, backend: str) -> None:
+    """On the disk (``disk_path``): records queue up behind an fsync that really waits."""
+
     async def go() -> tuple[list[object], int]:
         outcomes: list[object] = []
-        async with JournalRecorder.open(tmp_path / "j", signer) as journal:
+        async with JournalRecorder.open(disk_path / "j", signer) as journal:
 
             async def one(i: int) -> None:
                 outcomes.append(await journal.record(_mutation(i)))
@@ -49,7 +51,7 @@ def test_concurrent_records_share_fsyncs(tmp_path: Path, signer: KeySigner, back
     outcomes, fsyncs = anyio.run(go, backend=backend)
     assert all(isinstance(o, RecordOk) for o in outcomes)
     assert fsyncs < 16, f"16 concurrent records took {fsyncs} fsyncs: no group commit"
-    found = scan_journal((tmp_path / "j").read_bytes(), signer.public_key)
+    found = scan_journal((disk_path / "j").read_bytes(), signer.public_key)
     assert found.ok
     assert len(found.entries) == 16
 

@@ -14,9 +14,10 @@ First try, against main 9c7b1af (128 scenarios): four of seven killed properly
 profiles (``edit-regex-escapes``: no edit's new text held a backslash;
 ``annotation-crlf-normalized``: no annotation held a carriage return);
 ``error-word-fails-tool`` was failed only by ``woc-builtin-formatter-hang-under-chain-limit``,
-which cites WOC-SEAM-NO-ERROR but whose oracle findings did not name it. The contract
-page's "Outsider mutants" section (batch 7) says what each one is, whether upstream
-demands the behaviour, and what catches it now.
+which cites WOC-SEAM-NO-ERROR but whose oracle findings did not name it (timing under
+load: it passes the variant on rerun). The contract page's "Outsider mutants" section
+(batch 7) says what each one is, whether upstream demands the behaviour, and what
+catches it now.
 """
 
 from __future__ import annotations

@@ -49,6 +49,7 @@ from seamspec.conformance._contracts.write_observer_chain.outsiders import base2
 from seamspec.conformance._contracts.write_observer_chain.outsiders import base4 as outsider_base4
 from seamspec.conformance._contracts.write_observer_chain.outsiders import base5 as outsider_base5
 from seamspec.conformance._contracts.write_observer_chain.outsiders import base6 as outsider_base6
+from seamspec.conformance._contracts.write_observer_chain.outsiders import base7 as outsider_base7
 from seamspec.conformance._contracts.write_observer_chain.outsiders import (
     batch1,
     batch2,
@@ -56,6 +57,7 @@ from seamspec.conformance._contracts.write_observer_chain.outsiders import (
     batch4,
     batch5,
     batch6,
+    batch7,
 )
 from seamspec.conformance._core.runner import Finding
 
@@ -69,6 +71,7 @@ CONTROLS = (
     "outsider-base-4",
     "outsider-base-5",
     "outsider-base-6",
+    "outsider-base-7",
 )
 
 #: Rules whose mutants may be caught at SHOULD level, with the reason.
@@ -127,6 +130,8 @@ def _adapter(adapter_name: str) -> Adapter:
         return outsider_base5.adapter()
     if adapter_name == "outsider-base-6":
         return outsider_base6.adapter()
+    if adapter_name == "outsider-base-7":
+        return outsider_base7.adapter()
     return mutant_adapter(adapter_name)
 
 
@@ -199,12 +204,14 @@ def test_should_only_rules_are_should_rules() -> None:
         (batch4, "outsider batch 4", 7),
         (batch5, "outsider batch 5", 7),
         (batch6, "outsider batch 6", 7),
+        (batch7, "outsider batch 7", 7),
     ],
 )
 def test_outsider_batch_is_registered_whole(batch: Any, origin: str, size: int) -> None:
     """Every variant of the batch is a mutant, under its own name, rule and statement."""
     for name, variant in batch.MUTANTS.items():
-        assert name.startswith(("out-woc-", "out-woc4-", "out-woc5-", "out-woc6-"))  # batches 4-6
+        # batch 1's prefix, then batches 4-7's
+        assert name.startswith(("out-woc-", "out-woc4-", "out-woc5-", "out-woc6-", "out-woc7-"))
         mutant = MUTANTS[name]
         assert (mutant.rule, mutant.statement) == (variant.rule, variant.statement)
         assert mutant.origin == origin

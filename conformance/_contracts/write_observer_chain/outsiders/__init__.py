@@ -15,4 +15,8 @@ of seven killed properly on the first try, six survived; the scenarios now catch
 Batch 6 (``base6.py``, ``batch6.py``, variants ``out-woc6-*``), by a sixth outsider, is kept
 as written: none of seven killed properly on the first try (six survived, one was caught
 only by scenarios citing other rules); the scenarios now catch all seven.
+Batch 7 (``base7.py``, ``batch7.py``, variants ``out-woc7-*``), by a seventh outsider, is
+kept as written: four of seven killed properly on the first try, two survived and one was
+failed only by a scenario whose oracle did not name its rule; the scenarios now catch all
+seven.
 """

@@ -11,6 +11,9 @@ The script is a JSON object ``{"gates": DIR, "reached": DIR, "alive": FILE, "ste
 - ``{"out": TEXT}`` / ``{"err": TEXT}``: write the UTF-8 bytes of TEXT to stdout/stderr;
 - ``{"out_hex": HEX}`` / ``{"err_hex": HEX}``: write raw bytes (may be invalid UTF-8);
 - ``{"flood": "stdout"|"stderr", "bytes": N}``: write N bytes of a fixed pattern, fast;
+- ``{"drip": "stdout"|"stderr", "text": TEXT, "count": N, "every": SECONDS}``: write
+  TEXT N times, pausing SECONDS before each write after the first (a command that keeps
+  printing: only what it writes is data, never when);
 - ``{"wait": NAME}``: block until the file ``DIR/NAME`` exists (a *gate*: the scenario
   releases it by creating that file), polling every few milliseconds;
 - ``{"sleep": SECONDS}``: sleep (benchmarks only; scenarios use gates);
@@ -93,6 +96,8 @@ def _writes(steps: list[dict[str, Any]]) -> Iterator[tuple[str, bytes]]:
             yield "stderr", bytes.fromhex(step["err_hex"])
         elif "flood" in step:
             yield str(step["flood"]), flood_bytes(int(step["bytes"]))
+        elif "drip" in step:
+            yield str(step["drip"]), str(step["text"]).encode() * int(step["count"])
         elif "exit" in step or "hang" in step:
             return
         # a grandchild writes nothing: it only keeps the pipes open
@@ -195,6 +200,13 @@ def _run(script: dict[str, Any]) -> int:
             _fork_grandchild(gates)
         elif "exit" in step:
             return int(step["exit"])
+        elif "drip" in step:
+            data = str(step["text"]).encode()
+            for i in range(int(step["count"])):
+                if i:
+                    _check_alive(gates, parent)
+                    time.sleep(float(step["every"]))
+                _write_all(_FD[str(step["drip"])], data)
         elif "flood" in step:
             block = PATTERN * (1024 * 1024 // len(PATTERN))
             whole, rest = divmod(int(step["bytes"]), len(block))

@@ -87,6 +87,11 @@ class ShellOutputImplementation(Protocol):
     must offer ``async run(argv, *, observer, timeout, on_invocation)`` returning a result
     with ``exit_code``, ``stdout``, ``stderr``, ``stdout_truncated``, ``stderr_truncated``,
     ``timed_out`` (and raising an ``Exception`` subclass when refused or unable to spawn);
+    the kit always passes ``timeout``: seconds (0 included, a limit like any other) or
+    ``None`` for no limit. ``stdout`` and ``stderr`` may be any bytes-like object (the
+    kit reads them with ``bytes()``); ``exit_code`` is the child's exit status, and the
+    kit judges it only for a child that exited by itself (a timed-out result's is
+    ``None``: SOO-TIMEOUT-RESULT);
     ``observe(observer)`` returning a session with ``invocation``,
     ``offer(stream_name, chunk)``, ``finish()`` and ``cancel()``; and
     ``wait_idle(timeout) -> bool``: wait up to ``timeout`` seconds until no callback is
@@ -96,7 +101,8 @@ class ShellOutputImplementation(Protocol):
 
     ``on_invocation`` and ``thread_hook`` are optional instrumentation (the kit learns
     IDs from the callbacks and finds pipe readers itself), but when called they must tell
-    the truth: ``on_invocation(id)`` as soon as the invocation has taken its ID,
+    the truth: ``on_invocation(id)`` as soon as the invocation has taken its ID (from
+    any thread: the kit's callback only records it),
     ``thread_hook("drain", id)`` on each thread that reads a child's pipes (``id`` None
     for an unobserved call, or no call at all).
     """
@@ -325,9 +331,16 @@ class _Run:
             await self._open(body)
         elif verb == "emit":
             chunk = emitted_bytes(body)
-            self.tracer.emit("offer", call=body["id"], stream=body["stream"], hex=chunk.hex())
             session = self.sessions[body["id"]]
-            await self._sync(body["id"], lambda: session.offer(body["stream"], chunk))
+            # `repeat: N` offers the chunk N times, one offer each, as N reads would; the
+            # offers go through one worker call, so a blocking offer stops the rest
+            repeat = int(body.get("repeat", 1))
+            for _ in range(repeat):
+                self.tracer.emit("offer", call=body["id"], stream=body["stream"], hex=chunk.hex())
+            await self._sync(
+                body["id"],
+                lambda: [session.offer(body["stream"], chunk) for _ in range(repeat)],
+            )
         elif verb == "finish":
             self.tracer.emit("finish_requested", call=body)
             await self._sync(body, self.sessions[body].finish)

@@ -93,7 +93,9 @@ def offered(when: list[dict[str, Any]], call: str) -> dict[str, list[tuple[int, 
     out: dict[str, list[tuple[int, bytes]]] = {"stdout": [], "stderr": []}
     for index, step in enumerate(when):
         if step_verb(step) == "emit" and step["emit"]["id"] == call:
-            out[step["emit"]["stream"]].append((index, emitted_bytes(step["emit"])))
+            chunk = emitted_bytes(step["emit"])
+            for _ in range(int(step["emit"].get("repeat", 1))):
+                out[step["emit"]["stream"]].append((index, chunk))
     return out
 
 
@@ -127,8 +129,6 @@ def lint(data: dict[str, Any]) -> list[tuple[tuple[str | int, ...], str]]:
         problems.append((("requires",), f"run/start steps need `requires: [{PROCESS_FEATURE}]`"))
     if verbs & set(SESSION_VERBS) and SESSION_FEATURE not in requires:
         problems.append((("requires",), f"open steps need `requires: [{SESSION_FEATURE}]`"))
-    if verbs & set(PROCESS_VERBS) and verbs & {"open", "emit", "finish"}:
-        problems.append((("when",), "a scenario drives either processes or sessions, not both"))
     if (
         verbs & set(PROCESS_VERBS)
         and budget(given) != cap(given)

@@ -31,6 +31,7 @@ from seamspec.conformance._contracts.shell_output.outsiders import (
     batch4,
     batch5,
     batch6,
+    batch7,
 )
 from seamspec.conformance._contracts.shell_output.reference_adapter import ReferenceShellOutput
 from seamspec.conformance._core.python_adapter import PythonAdapter
@@ -173,6 +174,17 @@ _ALL += [
         outsider=functools.partial(batch6.implementation, m.name),
     )
     for m in batch6.MUTANTS.values()
+]
+
+_ALL += [
+    Mutant(
+        m.name,
+        m.rule,
+        m.statement,
+        origin="outsider batch 7",
+        outsider=functools.partial(batch7.implementation, m.name),
+    )
+    for m in batch7.MUTANTS.values()
 ]
 
 #: Every shell-output mutant, by name: the kit's own first, then each outsider batch.

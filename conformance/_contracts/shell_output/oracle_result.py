@@ -1,7 +1,8 @@
 """The oracle's rules about what a process call returned, and how long its caller waited.
 
 The result is judged against the emitter's script (it is data: the kit knows every byte
-the child writes and how it ends): SOO-ENVELOPE for a completed command, SOO-TIMEOUT
+the child writes and how it ends): SOO-ENVELOPE for a completed command, SOO-FINISH for
+one that "completed" while a grandchild still held its pipes, SOO-TIMEOUT
 and SOO-TIMEOUT-RESULT for a timed-out one, SOO-TIMEOUT-GROUP for what a time limit
 left running. Durations are the driver's own measurements (``elapsed``), judged against
 the step's ``within`` under the rule that promises the bound.
@@ -57,6 +58,14 @@ def check_envelope(
         return _timed_out(history, call, result, shown or {})
     if expected_exit(script) is None:
         return [("SOO-TIMEOUT", f"{call.ident}: a command that hangs returned without timing out")]
+    if has_grandchild(script):
+        return [
+            (
+                "SOO-FINISH",
+                f"{call.ident}: returned as completed (not timed out) although a grandchild "
+                "still held the pipes: the child's exit alone is not completion",
+            )
+        ]
     written = expected_output(script)
     want: dict[str, object] = {"exit_code": expected_exit(script), "timed_out": False}
     for s in STREAMS:

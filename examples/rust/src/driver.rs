@@ -589,15 +589,22 @@ impl<'a> Scenario<'a> {
                     (None, Some(t)) => string(t, "emit.text")?.as_bytes().to_vec(),
                     (None, None) => Vec::new(),
                 };
-                self.emit(
-                    "offer",
-                    vec![
-                        ("call", Value::from(ident)),
-                        ("stream", Value::from(stream_name)),
-                        ("hex", Value::from(hex(&chunk))),
-                    ],
-                );
-                self.session(ident)?.offer(stream, &chunk);
+                // `repeat: N` offers the chunk N times, one offer each
+                let repeat = body.get("repeat").and_then(Value::as_i64).unwrap_or(1).max(0);
+                for _ in 0..repeat {
+                    self.emit(
+                        "offer",
+                        vec![
+                            ("call", Value::from(ident)),
+                            ("stream", Value::from(stream_name)),
+                            ("hex", Value::from(hex(&chunk))),
+                        ],
+                    );
+                }
+                let session = self.session(ident)?;
+                for _ in 0..repeat {
+                    session.offer(stream, &chunk);
+                }
                 Ok(())
             }
             "finish" => {

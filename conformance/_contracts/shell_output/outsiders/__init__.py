@@ -9,6 +9,8 @@ found five it let through and one it caught only under another rule; batch 4 (``
 ``batch4``) five it let through and one it caught under another rule; batch 5 (``base5``,
 ``batch5``) none: all seven were killed properly on the first try; batch 6 (``base6``,
 ``batch6``) two it let through (a time limit of 0 read as none, an ``on_finish`` called
-under the lock that hands out IDs). The scenarios now catch them all, except the one
-batch 4 variant listed in ``batch4.UNSEEN``.
+under the lock that hands out IDs); batch 7 (``base7``, ``batch7``) two it let through
+(a 2 s pipe grace after the child's exit, a budget cut backed off to a whole character),
+and four it caught only by load, by another rule or without naming the rule. The
+scenarios now catch them all, except the one batch 4 variant listed in ``batch4.UNSEEN``.
 """

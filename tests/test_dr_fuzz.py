@@ -66,6 +66,8 @@ def test_mutant_is_caught_and_the_saved_failure_replays(
         # Found only by its own forgery: a `seq` of the right value and the wrong type.
         # (tests/fuzz_mutants_wire.py runs every journal mutant, 500 examples over the wire.)
         "dr-journal-verify-loose-types",
+        # Found only by a forgery signed without the domain prefix.
+        "dr-journal-verify-accepts-undomained",
     ],
 )
 def test_journal_mutant_is_caught_by_a_journal_scenario(

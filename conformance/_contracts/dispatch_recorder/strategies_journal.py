@@ -45,7 +45,13 @@ FORGERIES = ("edit", "reencode", "forge", "splice", "append")
 #: that the same loosened verifiers miss (``kind:variant``; the plan's numbers choose
 #: within a group). Drawn as one choice among the kinds, then one among each kind's
 #: variants, the rare variants came up a few times in 500 examples or never (at seed 1
-#: not one forgery signed without the domain prefix, not one newline cut).
+#: not one forgery signed without the domain prefix, not one newline cut). A forgery
+#: signed without the domain prefix is listed twice: the seed-1 run over the wire of the
+#: generator that first drew outsider batch 5's shapes drew none in 500 examples, and
+#: the verifier that accepts one (``dr-journal-verify-accepts-undomained``) survived.
+#: (Count a run's own examples, not examples drawn without running them: hypothesis also
+#: draws constants found in the local modules loaded at the time, so the implementation
+#: and the kit code a run has imported change which examples a seed gives.)
 RECIPES = (
     "flip_byte:anywhere", "whole_last_entry", "truncate_bytes:torn",
     "delete", "swap", "duplicate",
@@ -53,6 +59,7 @@ RECIPES = (
     "reencode:json", "reencode:uppercase_sig", "reencode:uppercase_prev",
     "forge:valid", "forge:no_domain", "forge:other_signer",
     "splice", "append",
+    "forge:no_domain",
 )  # fmt: skip
 #: Within a group: the fields an edit changes (the value "edited"), the re-encodings of
 #: the same JSON, the wrong signers of a forgery.

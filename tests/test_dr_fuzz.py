@@ -66,6 +66,8 @@ def test_mutant_is_caught_and_the_saved_failure_replays(
         # Found only by its own forgery: a `seq` of the right value and the wrong type.
         # (tests/fuzz_mutants_wire.py runs every journal mutant, 500 examples over the wire.)
         "dr-journal-verify-loose-types",
+        # Found only by a forgery signed without the domain prefix.
+        "dr-journal-verify-accepts-undomained",
     ],
 )
 def test_journal_mutant_is_caught_by_a_journal_scenario(
@@ -103,6 +105,45 @@ def test_reopen_mutant_is_caught_on_an_existing_or_reopened_journal(
         document = failure.document
         reopened = any("reopen_journal" in step for step in document["when"])
         assert reopened or "existing_journal" in document["given"]["recorder"]
+        path = save_failure(failure, tmp_path)
+        scenarios, problems = validate_files([path])
+        assert not problems, problems
+        (scenario,) = scenarios
+        assert judge(scenario, mutant.run(scenario.request()))
+        assert not judge(scenario, reference.run(scenario.request()))
+    finally:
+        mutant.close()
+
+
+@pytest.mark.parametrize(
+    ("name", "shape"),
+    [
+        # A redaction to the very result the tool returned, recorded like any other.
+        ("out-dr5-noop-redaction-unrecorded", "DR-REDACT-UNCHANGED"),
+        # An existing journal whose last entry lost its newline: refused or moved, never cut.
+        ("out-dr5-reopen-cuts-unterminated-entry", "lost_newline"),
+        # An entry appended to a journal that holds none, verified anchored on 0 entries.
+        ("out-dr5-anchor-zero-ignored", "append_on_empty"),
+    ],
+)
+def test_outsider_batch_5_shapes_are_drawn(
+    name: str, shape: str, reference: Adapter, tmp_path: Path
+) -> None:
+    """The generator draws outsider batch 5's shapes, and so finds the three variants that
+    need them (the strict profile counts DR-REDACT-UNCHANGED, seamspec's rule)."""
+    mutant = load_adapter(f"mutant:{name}")
+    try:
+        failure = fuzz(mutant, CONTRACT, examples=300, seed=1, shrink=False, profile="strict")
+        assert failure is not None, f"{name} survived 300 generated scenarios"
+        document = failure.document
+        recorder = document["given"]["recorder"] or {}
+        if shape == "lost_newline":
+            assert recorder["existing_journal"]["lost_newline"] is True
+        elif shape == "append_on_empty":
+            assert {"tamper_journal": {"append": {}}} in document["when"]
+            assert document["then"]["records"] == []
+        else:
+            assert shape in document["rules"]
         path = save_failure(failure, tmp_path)
         scenarios, problems = validate_files([path])
         assert not problems, problems

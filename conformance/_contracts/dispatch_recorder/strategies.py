@@ -8,7 +8,8 @@ context, what the model saw, which records were made, where the turn stopped), s
 saved failure is an ordinary scenario that fails the same way under ``seamspec run``.
 Texts are the boundaries a careless implementation trips on: arguments and redactions
 that are valid JSON but not canonical (spaces, keys out of order, non-ASCII), an empty
-redaction, a context with surrounding or only whitespace; a rewrite to the call's own
+redaction, a redaction to the very result (DR-REDACT-UNCHANGED), a context with
+surrounding or only whitespace; a rewrite to the call's own
 arguments byte for byte, or to the same JSON value in other bytes (re-spaced, keys
 reversed, an escaped letter), each still a rewrite to record; one turn in five has no
 approver wired. :class:`.strategies_sim.Sim` walks the drawn turn by the rules.
@@ -25,10 +26,12 @@ limit (the held call is the first; its result is always redacted, mostly after a
 recorded rewrite or injection, and its records answer at once: a limit counted from the
 call's start or from its first record cuts that redaction off). Nothing healthy races a limit (docs/scenarios.md, "Time limits").
 
-About one turn in four records through the implementation's signed journal instead
+About one turn in two records through the implementation's signed journal instead
 (``requires: [signed-journal]``): into a new file or one that already holds a journal
-(whole, with a torn tail, or damaged, which the recorder must refuse), sometimes closed
-and opened again while a tool is held; the kit then verifies it, untouched and/or after
+(whole, with a torn tail, damaged, which the recorder must refuse, or with its last
+entry's newline lost, which it refuses or moves beside it), sometimes closed and opened
+again while a tool is held; a turn that mutates nothing may leave it empty, anchored on
+0 entries for an appended one; the kit then verifies it, untouched and/or after
 one tampering (:mod:`.strategies_journal`).
 """
 
@@ -41,6 +44,7 @@ from hypothesis import strategies as st
 
 from seamspec.conformance._contracts.dispatch_recorder.model import failed
 from seamspec.conformance._contracts.dispatch_recorder.strategies_journal import (
+    JournalPlan,
     existing_journal,
     journal_checks,
     journal_plans,
@@ -59,7 +63,7 @@ MUTATING = ("rewrite", "inject", "allow")
 HELD_PRE = ("rewrite", "inject", "allow", "rewrite", "inject", "allow")
 RULE_ORDER = (
     "DR-RECORD-FIRST", "DR-ONE-RECORD", "DR-REWRITE", "DR-REWRITE-FAIL",
-    "DR-REWRITE-UNCHANGED", "DR-INJECT", "DR-INJECT-FAIL", "DR-REDACT", "DR-REDACT-FAIL", "DR-OUTCOME-TEXT", "DR-ABSENT",
+    "DR-REWRITE-UNCHANGED", "DR-INJECT", "DR-INJECT-FAIL", "DR-REDACT", "DR-REDACT-FAIL", "DR-REDACT-UNCHANGED", "DR-OUTCOME-TEXT", "DR-ABSENT",
     "DR-NO-MUTATION", "DR-APPROVAL", "DR-RAISE", "DR-HANG", "DR-CANCEL", "DR-BOTH",
     "DR-COMMIT-BARRIER", "DR-COMMIT-STEP", "DR-COMMIT-FINAL", "DR-COMMIT-FAIL",
     "DR-COMMIT-DEFAULT", "DR-JOURNAL-DURABLE", "DR-JOURNAL-VERIFY", "DR-JOURNAL-REOPEN",
@@ -75,6 +79,15 @@ SPELLING = ("compact", "spaced", "unsorted", "unicode")
 #: same JSON value in other bytes (a rewrite that changes the bytes the tool gets).
 REWRITES = (*SPELLING, "same", "json_equal")
 RESPELLINGS = ("spaced", "reversed", "escaped")
+#: What a redaction releases: a text, a JSON text, nothing, or the very result the tool
+#: returned, byte for byte (still a redaction, recorded: DR-REDACT-UNCHANGED).
+REDACTIONS = ("text", "text", "json", "empty", "unchanged")
+#: Stands for the tool's result in a drawn redaction until the call's tool is drawn
+#: (:func:`_same_result`); never in a scenario.
+SAME_RESULT = "\x00the tool's result"
+#: A journal turn on an empty journal (its anchor 0) mutates nothing: allow, deny and
+#: approval only, so that the file stays empty for an appended entry (``quiet``).
+QUIET = ("allow", "deny", "approval")
 #: A cancellation bound (``cancel: {turn, within}``) where the waiting record or commit
 #: honours cancellation, and the limit it would otherwise run to: a harness that shields
 #: it from the cancellation holds the turn past the bound. Generous, never raced.
@@ -119,15 +132,33 @@ def _respelt(args: str, style: str) -> str:
 
 @st.composite
 def _policy(
-    draw: st.DrawFn, cid: str, args: str, journal: bool, *, held: bool = False, again: bool = False
+    draw: st.DrawFn,
+    cid: str,
+    args: str,
+    journal: bool,
+    *,
+    held: bool = False,
+    again: bool = False,
+    quiet: bool = False,
 ) -> dict[str, Any]:
     # Every text carries "<cid>" so that no call's text is a substring of another's
     # (but a whitespace-only context or an empty redaction, which carry nothing).
     # A journal turn mostly mutates: its tamperings need entries. The call a slow tool
     # holds (``held``) runs, mostly after a recorded mutation, and always has its result
     # redacted: the record after the tool is what DR-HANG's limit per record is about.
-    # After a call that needed approval, another one does more often (``again``).
-    choices = HELD_PRE if held else MUTATING if journal else (*PRE, "approval") if again else PRE
+    # After a call that needed approval, another one does more often (``again``). On an
+    # empty journal that must stay empty (``quiet``), nothing mutates.
+    choices = (
+        QUIET
+        if quiet
+        else HELD_PRE
+        if held
+        else MUTATING
+        if journal
+        else (*PRE, "approval")
+        if again
+        else PRE
+    )
     pre = draw(st.sampled_from(choices))
     entry: dict[str, Any] = {}
     if pre == "allow":
@@ -151,16 +182,26 @@ def _policy(
     else:
         context = draw(st.sampled_from((f"context <{cid}>", f"  context <{cid}>\n", " \t ")))
         entry["pre"] = {"inject": context}
-    if held or draw(st.integers(0, 1 if journal else 2)) == 0:
-        redaction = draw(st.sampled_from(("text", "text", "json", "empty")))
+    if not quiet and (held or draw(st.integers(0, 1 if journal else 2)) == 0):
+        redaction = draw(st.sampled_from(REDACTIONS))
         entry["redact"] = (
             f"[redacted <{cid}>]"
             if redaction == "text"
             else json.dumps({"redacted": f"<{cid}>", "by": "policy"})
             if redaction == "json"
+            else SAME_RESULT
+            if redaction == "unchanged"
             else ""
         )
     return entry
+
+
+def _same_result(entry: dict[str, Any], tool: str, args: str) -> None:
+    """Replace :data:`SAME_RESULT` in ``entry``'s redaction by what the kit's tool returns
+    (``<tool> ran with <args>``), with the arguments a recorded rewrite gave it."""
+    if entry.get("redact") == SAME_RESULT:
+        new_args = entry.get("pre", {}).get("rewrite", args)
+        entry["redact"] = f"{tool} ran with {new_args}"
 
 
 def _first_tool(sim: Sim, provider: list[dict[str, Any]]) -> str | None:
@@ -235,6 +276,7 @@ def dr_scenarios(draw: st.DrawFn) -> dict[str, Any]:
     # The first call's policy is the held call's in a cancellation turn too: it always
     # makes a record, the first, which is cancelled; one time in three its redaction's.
     lead = "c1" if shape in ("slow_tool", "cancel_record") else None
+    quiet = plan is not None and plan.start == "empty"
     approved: list[str] = []  # the tools of earlier calls that need approval
     provider: list[dict[str, Any]] = []
     policy: dict[str, dict[str, Any]] = {}
@@ -246,13 +288,16 @@ def dr_scenarios(draw: st.DrawFn) -> dict[str, Any]:
             cid = f"c{count}"
             args = _args(cid, draw(st.sampled_from(SPELLING)))
             in_journal = recorder_kind == "journal"
-            entry = draw(_policy(cid, args, in_journal, held=cid == lead, again=bool(approved)))
+            entry = draw(
+                _policy(cid, args, in_journal, held=cid == lead, again=bool(approved), quiet=quiet)
+            )
             # An approval is for one call, not for its tool: a later call needing approval
             # often has the tool of an earlier one.
             needs = "approval" in entry.get("pre", {})
             tool = draw(st.sampled_from((*approved[-1:], *TOOLS) if needs else TOOLS))
             if needs:
                 approved.append(tool)
+            _same_result(entry, tool, args)
             calls.append({"id": cid, "tool": tool, "args": args})
             if entry:
                 policy[cid] = entry
@@ -280,6 +325,9 @@ def dr_scenarios(draw: st.DrawFn) -> dict[str, Any]:
         if existing is not None and "damaged_entry" in existing:
             given["recorder"] = recorder
             return _refused(given)
+        if existing is not None and existing.get("lost_newline"):
+            given["recorder"] = recorder
+            return _lost(given, plan)
     elif recorder_kind != "none":
         recorder = {}
         if sim.record_script:
@@ -321,6 +369,18 @@ def _refused(given: dict[str, Any]) -> dict[str, Any]:
     """A journal turn on a file that does not verify: the recorder must refuse to open
     it (and leave it as it is, which the oracle checks), so nothing runs or is recorded."""
     return _document(["DR-JOURNAL-REOPEN"], True, given, [{"turn": "t1"}], {"records": []})
+
+
+def _lost(given: dict[str, Any], plan: JournalPlan) -> dict[str, Any]:
+    """A journal turn on a file whose last entry lost its newline: the recorder refuses it
+    (nothing runs) or moves that entry whole beside it and goes on, so ``then`` pins
+    nothing the two ways differ in, and the turn has no step that waits on a tool; the
+    oracle reads the file either way (DR-JOURNAL-REOPEN), and the verifier's verdict is
+    compared with the kit's reading."""
+    check = {"verify_journal": {"anchored": True} if plan.booleans() else {}}
+    when = [{"turn": "t1"}, check]
+    then: dict[str, Any] = {"journal": [{}]}
+    return _document(["DR-JOURNAL-REOPEN", "DR-JOURNAL-VERIFY"], True, given, when, then)
 
 
 def _document(

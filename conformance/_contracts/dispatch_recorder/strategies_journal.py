@@ -2,16 +2,19 @@
 
 Split from :mod:`.strategies` because it reasons about the file, not the turn. Before the
 turn, the file may already hold a journal of the scenario's key (:data:`STARTS`): whole
-entries, whole entries and a torn tail, or entries one of which was changed after it was
-signed (which the recorder must refuse and leave alone); during it, the recorder may be
-closed and opened again while a tool is held. After it, the kit verifies the file,
+entries, whole entries and a torn tail, entries one of which was changed after it was
+signed (which the recorder must refuse and leave alone), or entries the last of which
+lost its newline (refused, or that entry moved whole beside the journal); during it, the
+recorder may be closed and opened again while a tool is held. After it, the kit verifies the file,
 untouched and/or after one tampering (:data:`RECIPES`): the framing damage (a flipped
 byte, a deleted, swapped or duplicated entry, a cut tail) and the kit's forgeries (edits,
 re-encodings, re-signed or spliced entries), each with the variants a loosened verifier
 misses: a sequence number of the right value but the wrong JSON type (``true`` for 1,
 ``false`` for 0, ``2.0`` for 2), the same entry in escaped, re-spaced or upper-case
 bytes, a forgery signed without the domain prefix, the last entry's newline replaced or
-cut (a whole entry, so damage, not a torn tail).
+cut (a whole entry, so damage, not a torn tail); and on a journal that holds no entry
+(a turn that mutates nothing, on a new or empty file), an entry appended, which only the
+anchor of 0 shows.
 """
 
 from __future__ import annotations
@@ -42,7 +45,13 @@ FORGERIES = ("edit", "reencode", "forge", "splice", "append")
 #: that the same loosened verifiers miss (``kind:variant``; the plan's numbers choose
 #: within a group). Drawn as one choice among the kinds, then one among each kind's
 #: variants, the rare variants came up a few times in 500 examples or never (at seed 1
-#: not one forgery signed without the domain prefix, not one newline cut).
+#: not one forgery signed without the domain prefix, not one newline cut). A forgery
+#: signed without the domain prefix is listed twice: the seed-1 run over the wire of the
+#: generator that first drew outsider batch 5's shapes drew none in 500 examples, and
+#: the verifier that accepts one (``dr-journal-verify-accepts-undomained``) survived.
+#: (Count a run's own examples, not examples drawn without running them: hypothesis also
+#: draws constants found in the local modules loaded at the time, so the implementation
+#: and the kit code a run has imported change which examples a seed gives.)
 RECIPES = (
     "flip_byte:anywhere", "whole_last_entry", "truncate_bytes:torn",
     "delete", "swap", "duplicate",
@@ -50,6 +59,7 @@ RECIPES = (
     "reencode:json", "reencode:uppercase_sig", "reencode:uppercase_prev",
     "forge:valid", "forge:no_domain", "forge:other_signer",
     "splice", "append",
+    "forge:no_domain",
 )  # fmt: skip
 #: Within a group: the fields an edit changes (the value "edited"), the re-encodings of
 #: the same JSON, the wrong signers of a forgery.
@@ -59,9 +69,15 @@ OTHER_SIGNERS = ("other_domain", "other_key")
 #: The tamperings that need the untouched end of the file (see :func:`journal_checks`).
 AT_THE_END = ("whole_last_entry", "truncate_bytes:torn", "append")
 #: What the file holds before the turn: nothing; ``existing`` whole entries of the
-#: scenario's key; the same and a torn tail; or entries one of which was changed after it
-#: was signed (a journal that does not verify: refused, and left as it is).
-STARTS = ("new", "new", "new", "new", "existing", "existing", "torn", "torn", "damaged")
+#: scenario's key; the same and a torn tail; entries one of which was changed after it
+#: was signed (a journal that does not verify: refused, and left as it is); entries the
+#: last of which lost its newline (``lost``: refused, or that entry moved whole beside
+#: it); or nothing, or an empty file, for a turn that mutates nothing (``empty``: the
+#: journal stays empty, anchored on 0 entries, for an appended entry).
+STARTS = (
+    "new", "new", "new", "new", "existing", "existing", "torn", "torn", "damaged",
+    "lost", "empty",
+)  # fmt: skip
 #: The most tamperings after one turn, each verified at once (see :func:`journal_checks`).
 ROUNDS = 4
 #: How the kit verifies after the turn: untouched, tampered, or both.
@@ -102,7 +118,7 @@ class JournalPlan:
         numbers: list[int],
     ) -> None:
         self.start = start
-        self.existing = existing if start != "new" else 0
+        self.existing = existing if start not in ("new", "empty") else 0
         self.reopen = reopen
         self.mode = mode
         self.recipes = recipes
@@ -142,9 +158,13 @@ def existing_journal(plan: JournalPlan, records: int) -> dict[str, Any] | None:
     """
     if plan.start == "new" or (plan.start == "torn" and not records):
         return None
+    if plan.start == "empty":  # a new file, or an empty one: a journal of no entries
+        return {"entries": 0} if plan.booleans() else None
     existing: dict[str, Any] = {"entries": plan.existing}
     if plan.start == "torn":
         existing["torn_tail"] = True
+    elif plan.start == "lost":
+        existing["lost_newline"] = True
     elif plan.start == "damaged":
         existing["damaged_entry"] = plan.integers(0, plan.existing - 1)
     return existing
@@ -237,11 +257,19 @@ def journal_checks(
     """
     when: list[dict[str, Any]] = []
     then: list[dict[str, Any]] = []
-    mode = draw.mode if entries else "verify"
+    mode = draw.mode
     if mode != "tamper":
         when.append({"verify_journal": {"anchored": True} if draw.booleans() else {}})
         then.append({"ok": True, "entries": entries, "bad_index": None})
     if mode == "verify":
+        return when, then
+    if not entries:
+        # An empty journal: an entry appended (signed with the key, chained to genesis)
+        # makes a valid journal of one entry, which only the anchor of 0 shows is one too
+        # many (0 is an anchor like any other): invalid at entry 0.
+        when.append({"tamper_journal": {"append": {}}})
+        when.append({"verify_journal": {"anchored": True}})
+        then.append({"ok": False, "bad_index": 0, "torn_tail": False})
         return when, then
     below = entries
     open_end = False  # the file no longer ends in a newline

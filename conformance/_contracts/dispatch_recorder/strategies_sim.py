@@ -142,6 +142,8 @@ class Sim:
             self.rules.update(("DR-REDACT", "DR-ONE-RECORD", "DR-RECORD-FIRST"))
             if pre in PRE_KINDS:
                 self.rules.add("DR-BOTH")
+            if policy["redact"] == result:
+                self.rules.add("DR-REDACT-UNCHANGED")  # recorded like any other redaction
             why = self.record(cid, "result_redaction")
             if why == "cancel":
                 return False

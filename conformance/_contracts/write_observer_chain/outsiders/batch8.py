@@ -310,12 +310,7 @@ RELABELLED: dict[str, tuple[str, str]] = {}
 REJECTED: dict[str, str] = {}
 
 #: Variants kept but not registered as mutants yet (no scenario catches them), with why.
-PENDING: dict[str, str] = {
-    "out-woc8-grandchild-root-limit": "no scenario has a middle chain with its own limit",
-    "out-woc8-nested-before-unlimited": "no nested chain hangs in before_write",
-    "out-woc8-edit-char-offset": "no edit's old text holds a multi-byte character",
-    "out-woc8-annotation-cap": "no annotation is near 8000 characters",
-}
+PENDING: dict[str, str] = {}
 
 #: The variants registered as mutants.
 MUTANTS: dict[str, OutsiderMutant] = {

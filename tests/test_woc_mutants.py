@@ -50,6 +50,7 @@ from seamspec.conformance._contracts.write_observer_chain.outsiders import base4
 from seamspec.conformance._contracts.write_observer_chain.outsiders import base5 as outsider_base5
 from seamspec.conformance._contracts.write_observer_chain.outsiders import base6 as outsider_base6
 from seamspec.conformance._contracts.write_observer_chain.outsiders import base7 as outsider_base7
+from seamspec.conformance._contracts.write_observer_chain.outsiders import base8 as outsider_base8
 from seamspec.conformance._contracts.write_observer_chain.outsiders import (
     batch1,
     batch2,
@@ -58,6 +59,7 @@ from seamspec.conformance._contracts.write_observer_chain.outsiders import (
     batch5,
     batch6,
     batch7,
+    batch8,
 )
 from seamspec.conformance._core.runner import Finding
 
@@ -72,6 +74,7 @@ CONTROLS = (
     "outsider-base-5",
     "outsider-base-6",
     "outsider-base-7",
+    "outsider-base-8",
 )
 
 #: Rules whose mutants may be caught at SHOULD level, with the reason.
@@ -132,6 +135,8 @@ def _adapter(adapter_name: str) -> Adapter:
         return outsider_base6.adapter()
     if adapter_name == "outsider-base-7":
         return outsider_base7.adapter()
+    if adapter_name == "outsider-base-8":
+        return outsider_base8.adapter()
     return mutant_adapter(adapter_name)
 
 
@@ -205,13 +210,16 @@ def test_should_only_rules_are_should_rules() -> None:
         (batch5, "outsider batch 5", 7),
         (batch6, "outsider batch 6", 7),
         (batch7, "outsider batch 7", 7),
+        (batch8, "outsider batch 8", 7),
     ],
 )
 def test_outsider_batch_is_registered_whole(batch: Any, origin: str, size: int) -> None:
     """Every variant of the batch is a mutant, under its own name, rule and statement."""
     for name, variant in batch.MUTANTS.items():
-        # batch 1's prefix, then batches 4-7's
-        assert name.startswith(("out-woc-", "out-woc4-", "out-woc5-", "out-woc6-", "out-woc7-"))
+        # batch 1's prefix, then batches 4-8's
+        assert name.startswith(
+            ("out-woc-", "out-woc4-", "out-woc5-", "out-woc6-", "out-woc7-", "out-woc8-")
+        )
         mutant = MUTANTS[name]
         assert (mutant.rule, mutant.statement) == (variant.rule, variant.statement)
         assert mutant.origin == origin

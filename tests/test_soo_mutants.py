@@ -206,8 +206,10 @@ def test_outsider_batch_is_registered_whole(
 ) -> None:
     """Every variant of a batch is a mutant, under its own name, rule and statement."""
     for name, variant in batch.items():
-        assert name.startswith(("out-soo-", "out-soo4-", "out-soo5-", "out-soo6-", "out-soo7-", "out-soo8-"))
-        if name in batch4.UNSEEN:
+        assert name.startswith(
+            ("out-soo-", "out-soo4-", "out-soo5-", "out-soo6-", "out-soo7-", "out-soo8-")
+        )
+        if name in batch4.UNSEEN or name in batch8.UNSEEN:
             assert name not in MUTANTS, f"{name} is listed as unseen, yet registered"
             continue
         mutant = MUTANTS[name]

@@ -197,6 +197,7 @@ _ALL += [
         outsider=functools.partial(batch8.implementation, m.name),
     )
     for m in batch8.MUTANTS.values()
+    if m.name not in batch8.UNSEEN
 ]
 
 #: Every shell-output mutant, by name: the kit's own first, then each outsider batch.

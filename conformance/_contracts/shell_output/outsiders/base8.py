@@ -8,7 +8,8 @@ reference, its adapter, the oracle or the scenarios. Kept as written (the origin
 086f37b7253d023d4b3751f2c4060683680cdc463c48692bbffb947d50517703); only the imports,
 typing, the linter's layout and the adapter builder at the end were touched. It conforms
 to every scenario under both profiles (105 of 105, the outsider's own runs against main
-425fce3; 108 of 108 with batch 8's scenarios, on asyncio and trio), and it is the control the batch's variants (``batch8.py``) are judged against.
+425fce3; 108 of 108 with batch 8's scenarios, on asyncio and trio), and it is the
+control the batch's variants (``batch8.py``) are judged against.
 
 The outsider's own summary of the design (not the reference's):
 

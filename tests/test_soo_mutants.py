@@ -39,6 +39,7 @@ from seamspec.conformance._contracts.shell_output.outsiders import base4 as outs
 from seamspec.conformance._contracts.shell_output.outsiders import base5 as outsider_base5
 from seamspec.conformance._contracts.shell_output.outsiders import base6 as outsider_base6
 from seamspec.conformance._contracts.shell_output.outsiders import base7 as outsider_base7
+from seamspec.conformance._contracts.shell_output.outsiders import base8 as outsider_base8
 from seamspec.conformance._contracts.shell_output.outsiders import (
     batch1,
     batch2,
@@ -46,6 +47,7 @@ from seamspec.conformance._contracts.shell_output.outsiders import (
     batch5,
     batch6,
     batch7,
+    batch8,
 )
 from seamspec.conformance._core.runner import Finding
 
@@ -63,6 +65,8 @@ CONTROLS = (
     "outsider-base-6-trio",
     "outsider-base-7",
     "outsider-base-7-trio",
+    "outsider-base-8",
+    "outsider-base-8-trio",
 )
 
 #: Scenarios run side by side: most of a run is spent waiting for children and gates,
@@ -110,6 +114,8 @@ def _adapter(name: str) -> Adapter:
         return outsider_base6.build("trio" if name.endswith("-trio") else "asyncio")
     if name.startswith("outsider-base-7"):
         return outsider_base7.build("trio" if name.endswith("-trio") else "asyncio")
+    if name.startswith("outsider-base-8"):
+        return outsider_base8.build("trio" if name.endswith("-trio") else "asyncio")
     return mutant_adapter(name)
 
 
@@ -181,6 +187,7 @@ def test_soo_mutants_load_as_adapters() -> None:
         (batch5.MUTANTS, "outsider batch 5", 7),
         (batch6.MUTANTS, "outsider batch 6", 7),
         (batch7.MUTANTS, "outsider batch 7", 7),
+        (batch8.MUTANTS, "outsider batch 8", 7),
     ],
 )
 def test_outsider_batch_is_registered_whole(
@@ -191,15 +198,18 @@ def test_outsider_batch_is_registered_whole(
         | batch4.OutsiderMutant
         | batch5.OutsiderMutant
         | batch6.OutsiderMutant
-        | batch7.OutsiderMutant,
+        | batch7.OutsiderMutant
+        | batch8.OutsiderMutant,
     ],
     origin: str,
     size: int,
 ) -> None:
     """Every variant of a batch is a mutant, under its own name, rule and statement."""
     for name, variant in batch.items():
-        assert name.startswith(("out-soo-", "out-soo4-", "out-soo5-", "out-soo6-", "out-soo7-"))
-        if name in batch4.UNSEEN:
+        assert name.startswith(
+            ("out-soo-", "out-soo4-", "out-soo5-", "out-soo6-", "out-soo7-", "out-soo8-")
+        )
+        if name in batch4.UNSEEN or name in batch8.UNSEEN:
             assert name not in MUTANTS, f"{name} is listed as unseen, yet registered"
             continue
         mutant = MUTANTS[name]

@@ -32,6 +32,7 @@ from seamspec.conformance._contracts.shell_output.outsiders import (
     batch5,
     batch6,
     batch7,
+    batch8,
 )
 from seamspec.conformance._contracts.shell_output.reference_adapter import ReferenceShellOutput
 from seamspec.conformance._core.python_adapter import PythonAdapter
@@ -185,6 +186,18 @@ _ALL += [
         outsider=functools.partial(batch7.implementation, m.name),
     )
     for m in batch7.MUTANTS.values()
+]
+
+_ALL += [
+    Mutant(
+        m.name,
+        m.rule,
+        m.statement,
+        origin="outsider batch 8",
+        outsider=functools.partial(batch8.implementation, m.name),
+    )
+    for m in batch8.MUTANTS.values()
+    if m.name not in batch8.UNSEEN
 ]
 
 #: Every shell-output mutant, by name: the kit's own first, then each outsider batch.

@@ -420,10 +420,7 @@ VARIANTS: dict[str, Variant] = {
 }
 
 #: Variants kept but not yet registered as mutants (no scenario kills them yet), with why.
-PENDING: dict[str, str] = {
-    "out-dr8-commit-reason-repr": "no scenario has a commit reason with a line break or quote",
-    "out-dr8-commit-clock-from-step-start": "no scenario has a slow tool before a commit",
-}
+PENDING: dict[str, str] = {}
 
 #: Variants that are not bugs (upstream and seamspec allow what they do), with why; kept
 #: here, never registered as mutants.

@@ -256,6 +256,6 @@ def test_outsider_batch_8_is_registered_whole() -> None:
     assert len(batch8.VARIANTS) == 6
     assert set(batch8.RELABELLED) <= set(batch8.MUTANTS)
     assert not set(batch8.REJECTED) & set(MUTANTS)
-    assert load_adapter("mutant:out-dr8-inject-fail-context-kept").info().details["origin"] == (
+    assert load_adapter("mutant:out-dr8-commit-clock-from-step-start").info().details["origin"] == (
         "outsider batch 8"
     )

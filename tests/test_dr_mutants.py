@@ -31,6 +31,7 @@ from seamspec.conformance._contracts.dispatch_recorder.outsiders import base4 as
 from seamspec.conformance._contracts.dispatch_recorder.outsiders import base5 as outsider_base5
 from seamspec.conformance._contracts.dispatch_recorder.outsiders import base6 as outsider_base6
 from seamspec.conformance._contracts.dispatch_recorder.outsiders import base7 as outsider_base7
+from seamspec.conformance._contracts.dispatch_recorder.outsiders import base8 as outsider_base8
 from seamspec.conformance._contracts.dispatch_recorder.outsiders import (
     batch1,
     batch3,
@@ -38,6 +39,7 @@ from seamspec.conformance._contracts.dispatch_recorder.outsiders import (
     batch5,
     batch6,
     batch7,
+    batch8,
 )
 from seamspec.conformance._core.runner import Finding
 from seamspec.conformance._quality.mutants import all_mutants
@@ -48,7 +50,7 @@ CONTRACT = "dispatch-recorder"
 BACKENDS = ("asyncio", "trio")
 PARALLEL_RUNS = 8
 #: Controls without a signed journal (they do not declare `signed-journal`).
-NO_JOURNAL_CONTROLS = frozenset({"outsider-base-7"})
+NO_JOURNAL_CONTROLS = frozenset({"outsider-base-7", "outsider-base-8"})
 
 
 @cache
@@ -66,6 +68,7 @@ def _all_results(backend: str) -> dict[str, list[ScenarioResult]]:
         "outsider-base-5": Runner(outsider_base5.build(backend), timeout=30.0, profile="strict"),
         "outsider-base-6": Runner(outsider_base6.build(backend), timeout=30.0, profile="strict"),
         "outsider-base-7": Runner(outsider_base7.build(backend), timeout=30.0, profile="strict"),
+        "outsider-base-8": Runner(outsider_base8.build(backend), timeout=30.0, profile="strict"),
     }
     runners.update(
         {
@@ -106,6 +109,7 @@ def _kills(name: str, backend: str) -> list[ScenarioResult]:
         "outsider-base-5",
         "outsider-base-6",
         "outsider-base-7",
+        "outsider-base-8",
     ],
 )
 def test_controls_pass_every_dr_scenario(control: str, backend: str) -> None:
@@ -238,4 +242,20 @@ def test_outsider_batch_7_is_registered_whole() -> None:
     assert not set(batch7.REJECTED) & set(MUTANTS)
     assert load_adapter("mutant:out-dr7-commit-shielded").info().details["origin"] == (
         "outsider batch 7"
+    )
+
+
+def test_outsider_batch_8_is_registered_whole() -> None:
+    """Every variant of batch 8 but the pending and rejected ones is a mutant, under its own
+    name, with its (possibly relabelled) rule and the outsider's words."""
+    assert set(batch8.MUTANTS) == set(batch8.VARIANTS) - set(batch8.PENDING) - set(batch8.REJECTED)
+    for name, variant in batch8.MUTANTS.items():
+        mutant = MUTANTS[name]
+        assert (mutant.rule, mutant.statement) == (variant.rule, variant.statement)
+        assert mutant.origin == "outsider batch 8"
+    assert len(batch8.VARIANTS) == 6
+    assert set(batch8.RELABELLED) <= set(batch8.MUTANTS)
+    assert not set(batch8.REJECTED) & set(MUTANTS)
+    assert load_adapter("mutant:out-dr8-commit-clock-from-step-start").info().details["origin"] == (
+        "outsider batch 8"
     )

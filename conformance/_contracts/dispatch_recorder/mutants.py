@@ -37,6 +37,7 @@ from seamspec.conformance._contracts.dispatch_recorder.outsiders import (
     batch5,
     batch6,
     batch7,
+    batch8,
 )
 from seamspec.conformance._contracts.dispatch_recorder.reference_adapter import ReferenceDispatch
 from seamspec.conformance._core.python_adapter import PythonAdapter
@@ -634,6 +635,16 @@ _OUTSIDERS = (
             outsider=functools.partial(batch7.implementation, name),
         )
         for name, variant in batch7.MUTANTS.items()
+    )
+    + tuple(
+        DrMutant(
+            name,  # batch 8's variants carry their own names (``out-dr8-...``)
+            variant.rule,
+            variant.statement,
+            origin="outsider batch 8",
+            outsider=functools.partial(batch8.implementation, name),
+        )
+        for name, variant in batch8.MUTANTS.items()
     )
 )
 

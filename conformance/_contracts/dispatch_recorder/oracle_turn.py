@@ -194,6 +194,22 @@ def _check_failed_commit(ev: Evidence) -> None:
                 "DR-COMMIT-FAIL",
                 f"commit {n} failed ({why or outcome}) but the turn did not end with an error",
             )
+            return
+        behaviour = behaviour_for(script, n)
+        error = str(ev.turn_end.get("error", ""))
+        if why is None and "gate" not in behaviour:
+            # It answered OK at once: its own time limit, counted from the commit, cannot
+            # have run out, so a clock started earlier (the step's) failed it.
+            ev.flag(
+                "DR-COMMIT-FAIL",
+                f"commit {n} answered OK at once, yet the turn stopped with an error: {error}",
+            )
+        elif why == "error" and str(behaviour["error"]) not in error:
+            ev.flag(
+                "DR-COMMIT-FAIL",
+                f"commit {n} answered the error {behaviour['error']!r}, and the turn's error "
+                f"{error!r} does not hold that reason verbatim",
+            )
         return
 
 

@@ -12,8 +12,9 @@ a new tampering and a new strict rule (DR-CONTEXT-PLACE) catch all six now. Batc
 vocabulary (a scripted raise's ``exception`` class), a kit-side check (a commit's list
 read again at the turn's end), ``existing_journal`` with no complete entry and an oracle
 that judges a raised tool's redaction catch all six now. Batches 5 (``base5.py``,
-``batch5.py``, ``out-dr5-*``), 6 (``base6.py``, ``batch6.py``, ``out-dr6-*``) and 7
-(``base7.py``, ``batch7.py``, ``out-dr7-*``, a harness with no journal) follow the same
-shape; the contract page's "Outsider mutants" section says what each first try
+``batch5.py``, ``out-dr5-*``), 6 (``base6.py``, ``batch6.py``, ``out-dr6-*``), 7
+(``base7.py``, ``batch7.py``, ``out-dr7-*``, a harness with no journal) and 8
+(``base8.py``, ``batch8.py``, ``out-dr8-*``, another harness with no journal) follow the
+same shape; the contract page's "Outsider mutants" section says what each first try
 found and which scenarios catch each variant now.
 """

@@ -20,6 +20,7 @@ backends (``tests/reference_report.py``), not by one more run of it here.
 from __future__ import annotations
 
 from functools import cache
+from typing import Any
 
 import pytest
 
@@ -197,65 +198,26 @@ def test_outsider_batch_4_is_registered_whole() -> None:
     )
 
 
-def test_outsider_batch_5_is_registered_whole() -> None:
-    """Every variant of batch 5 but the pending and rejected ones is a mutant, under its own
-    name, with its (possibly relabelled) rule and the outsider's words."""
-    assert set(batch5.MUTANTS) == set(batch5.VARIANTS) - set(batch5.PENDING) - set(batch5.REJECTED)
-    for name, variant in batch5.MUTANTS.items():
+@pytest.mark.parametrize(
+    ("batch", "number", "example"),
+    [
+        (batch5, 5, "out-dr5-anchor-zero-ignored"),
+        (batch6, 6, "out-dr6-verify-extra-field"),
+        (batch7, 7, "out-dr7-commit-shielded"),
+        (batch8, 8, "out-dr8-commit-clock-from-step-start"),
+    ],
+)
+def test_outsider_batch_5_on_is_registered_whole(batch: Any, number: int, example: str) -> None:
+    """Every variant of batches 5 on but the pending and rejected ones is a mutant, under its
+    own name, with its (possibly relabelled) rule and the outsider's words."""
+    origin = f"outsider batch {number}"
+    assert set(batch.MUTANTS) == set(batch.VARIANTS) - set(batch.PENDING) - set(batch.REJECTED)
+    for name, variant in batch.MUTANTS.items():
+        assert name.startswith(f"out-dr{number}-"), name
         mutant = MUTANTS[name]
         assert (mutant.rule, mutant.statement) == (variant.rule, variant.statement)
-        assert mutant.origin == "outsider batch 5"
-    assert len(batch5.VARIANTS) == 6
-    assert set(batch5.RELABELLED) <= set(batch5.MUTANTS)
-    assert not set(batch5.REJECTED) & set(MUTANTS)
-    assert load_adapter("mutant:out-dr5-anchor-zero-ignored").info().details["origin"] == (
-        "outsider batch 5"
-    )
-
-
-def test_outsider_batch_6_is_registered_whole() -> None:
-    """Every variant of batch 6 but the pending and rejected ones is a mutant, under its own
-    name, with its (possibly relabelled) rule and the outsider's words."""
-    assert set(batch6.MUTANTS) == set(batch6.VARIANTS) - set(batch6.PENDING) - set(batch6.REJECTED)
-    for name, variant in batch6.MUTANTS.items():
-        mutant = MUTANTS[name]
-        assert (mutant.rule, mutant.statement) == (variant.rule, variant.statement)
-        assert mutant.origin == "outsider batch 6"
-    assert len(batch6.VARIANTS) == 6
-    assert set(batch6.RELABELLED) <= set(batch6.MUTANTS)
-    assert not set(batch6.REJECTED) & set(MUTANTS)
-    assert load_adapter("mutant:out-dr6-verify-extra-field").info().details["origin"] == (
-        "outsider batch 6"
-    )
-
-
-def test_outsider_batch_7_is_registered_whole() -> None:
-    """Every variant of batch 7 but the pending and rejected ones is a mutant, under its own
-    name, with its (possibly relabelled) rule and the outsider's words."""
-    assert set(batch7.MUTANTS) == set(batch7.VARIANTS) - set(batch7.PENDING) - set(batch7.REJECTED)
-    for name, variant in batch7.MUTANTS.items():
-        mutant = MUTANTS[name]
-        assert (mutant.rule, mutant.statement) == (variant.rule, variant.statement)
-        assert mutant.origin == "outsider batch 7"
-    assert len(batch7.VARIANTS) == 6
-    assert set(batch7.RELABELLED) <= set(batch7.MUTANTS)
-    assert not set(batch7.REJECTED) & set(MUTANTS)
-    assert load_adapter("mutant:out-dr7-commit-shielded").info().details["origin"] == (
-        "outsider batch 7"
-    )
-
-
-def test_outsider_batch_8_is_registered_whole() -> None:
-    """Every variant of batch 8 but the pending and rejected ones is a mutant, under its own
-    name, with its (possibly relabelled) rule and the outsider's words."""
-    assert set(batch8.MUTANTS) == set(batch8.VARIANTS) - set(batch8.PENDING) - set(batch8.REJECTED)
-    for name, variant in batch8.MUTANTS.items():
-        mutant = MUTANTS[name]
-        assert (mutant.rule, mutant.statement) == (variant.rule, variant.statement)
-        assert mutant.origin == "outsider batch 8"
-    assert len(batch8.VARIANTS) == 6
-    assert set(batch8.RELABELLED) <= set(batch8.MUTANTS)
-    assert not set(batch8.REJECTED) & set(MUTANTS)
-    assert load_adapter("mutant:out-dr8-commit-clock-from-step-start").info().details["origin"] == (
-        "outsider batch 8"
-    )
+        assert mutant.origin == origin
+    assert len(batch.VARIANTS) == 6
+    assert set(batch.RELABELLED) <= set(batch.MUTANTS)
+    assert not set(batch.REJECTED) & set(MUTANTS)
+    assert load_adapter(f"mutant:{example}").info().details["origin"] == origin

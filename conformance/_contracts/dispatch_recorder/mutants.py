@@ -596,55 +596,17 @@ _OUTSIDERS = (
         )
         for name, variant in batch3.MUTANTS.items()
     )
+    # batches 4 on carry their own names (``out-dr4-...``, ``out-dr5-...``, ...)
     + tuple(
         DrMutant(
-            name,  # batch 4's variants carry their own names (``out-dr4-...``)
+            name,
             variant.rule,
             variant.statement,
-            origin="outsider batch 4",
-            outsider=functools.partial(batch4.implementation, name),
+            origin=f"outsider batch {number}",
+            outsider=functools.partial(batch.implementation, name),
         )
-        for name, variant in batch4.MUTANTS.items()
-    )
-    + tuple(
-        DrMutant(
-            name,  # batch 5's variants carry their own names (``out-dr5-...``)
-            variant.rule,
-            variant.statement,
-            origin="outsider batch 5",
-            outsider=functools.partial(batch5.implementation, name),
-        )
-        for name, variant in batch5.MUTANTS.items()
-    )
-    + tuple(
-        DrMutant(
-            name,  # batch 6's variants carry their own names (``out-dr6-...``)
-            variant.rule,
-            variant.statement,
-            origin="outsider batch 6",
-            outsider=functools.partial(batch6.implementation, name),
-        )
-        for name, variant in batch6.MUTANTS.items()
-    )
-    + tuple(
-        DrMutant(
-            name,  # batch 7's variants carry their own names (``out-dr7-...``)
-            variant.rule,
-            variant.statement,
-            origin="outsider batch 7",
-            outsider=functools.partial(batch7.implementation, name),
-        )
-        for name, variant in batch7.MUTANTS.items()
-    )
-    + tuple(
-        DrMutant(
-            name,  # batch 8's variants carry their own names (``out-dr8-...``)
-            variant.rule,
-            variant.statement,
-            origin="outsider batch 8",
-            outsider=functools.partial(batch8.implementation, name),
-        )
-        for name, variant in batch8.MUTANTS.items()
+        for number, batch in ((4, batch4), (5, batch5), (6, batch6), (7, batch7), (8, batch8))
+        for name, variant in batch.MUTANTS.items()
     )
 )
 

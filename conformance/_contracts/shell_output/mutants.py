@@ -15,8 +15,9 @@ Watch the kit catch one::
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
+from types import ModuleType
 
 from seamspec import __version__
 from seamspec.conformance._contracts.shell_output import mutant_runners as runners
@@ -121,83 +122,29 @@ _ALL = [
     _m("soo-spawn-error-finishes", "SOO-ERROR-NO-FINISH", runners._SpawnErrorFinishes),
 ]
 
-_ALL += [
-    Mutant(
-        m.name,
-        m.rule,
-        m.statement,
-        origin="outsider batch 1",
-        outsider=functools.partial(batch1.implementation, m.name),
-    )
-    for m in batch1.MUTANTS.values()
-]
+#: Each outsider batch with the variants it keeps unregistered (``UNSEEN``: real bugs that
+#: no scenario can catch without depending on timing; see the batch's docstring).
+_BATCHES: tuple[tuple[int, ModuleType, Collection[str]], ...] = (
+    (1, batch1, ()),
+    (2, batch2, ()),
+    (4, batch4, batch4.UNSEEN),
+    (5, batch5, ()),
+    (6, batch6, ()),
+    (7, batch7, ()),
+    (8, batch8, batch8.UNSEEN),
+)
 
 _ALL += [
     Mutant(
         m.name,
         m.rule,
         m.statement,
-        origin="outsider batch 2",
-        outsider=functools.partial(batch2.implementation, m.name),
+        origin=f"outsider batch {number}",
+        outsider=functools.partial(batch.implementation, m.name),
     )
-    for m in batch2.MUTANTS.values()
-]
-
-_ALL += [
-    Mutant(
-        m.name,
-        m.rule,
-        m.statement,
-        origin="outsider batch 4",
-        outsider=functools.partial(batch4.implementation, m.name),
-    )
-    for m in batch4.MUTANTS.values()
-    if m.name not in batch4.UNSEEN
-]
-
-_ALL += [
-    Mutant(
-        m.name,
-        m.rule,
-        m.statement,
-        origin="outsider batch 5",
-        outsider=functools.partial(batch5.implementation, m.name),
-    )
-    for m in batch5.MUTANTS.values()
-]
-
-_ALL += [
-    Mutant(
-        m.name,
-        m.rule,
-        m.statement,
-        origin="outsider batch 6",
-        outsider=functools.partial(batch6.implementation, m.name),
-    )
-    for m in batch6.MUTANTS.values()
-]
-
-_ALL += [
-    Mutant(
-        m.name,
-        m.rule,
-        m.statement,
-        origin="outsider batch 7",
-        outsider=functools.partial(batch7.implementation, m.name),
-    )
-    for m in batch7.MUTANTS.values()
-]
-
-_ALL += [
-    Mutant(
-        m.name,
-        m.rule,
-        m.statement,
-        origin="outsider batch 8",
-        outsider=functools.partial(batch8.implementation, m.name),
-    )
-    for m in batch8.MUTANTS.values()
-    if m.name not in batch8.UNSEEN
+    for number, batch, unseen in _BATCHES
+    for m in batch.MUTANTS.values()
+    if m.name not in unseen
 ]
 
 #: Every shell-output mutant, by name: the kit's own first, then each outsider batch.

@@ -252,15 +252,11 @@ def _beside(root: Path) -> list[str]:
     makes nothing else there, so anything listed was made by a tool that left the sandbox,
     for example into a sibling whose name starts with the sandbox's (``../sandbox-x``)."""
     parent = root.parent
-    found = []
+    found: list[str] = []
     for folder, dirs, names in os.walk(parent, followlinks=False):
-        here = Path(folder)
-        if here == parent:
+        if Path(folder) == parent:  # the kit's two folders are neither listed nor walked
             dirs[:] = [d for d in dirs if d not in (root.name, OUTSIDE)]
-        for name in (*dirs, *names):
-            if here == parent and name in (root.name, OUTSIDE):
-                continue
-            found.append(Path(folder, name).relative_to(parent).as_posix())
+        found += (Path(folder, name).relative_to(parent).as_posix() for name in (*dirs, *names))
     return sorted(found)
 
 

@@ -1,4 +1,11 @@
-"""How pytest-xdist shares the kit's own tests out: the mutant meta-test files stay whole.
+"""What every test of the kit shares: xdist scheduling, a hypothesis profile, a disk folder.
+
+Three things live here, each explained where it is defined: a hypothesis settings profile
+(draw timing is not checked: the machines are shared), the ``disk_path`` fixture (a folder on
+the disk for tests whose point is a real fsync, since the ``tests`` session puts TMPDIR on
+tmpfs), and the scheduling below.
+
+How pytest-xdist shares the kit's own tests out: the mutant meta-test files stay whole.
 
 Each of ``tests/test_*_mutants.py`` computes its whole matrix (every control against every
 scenario, every mutant against the scenarios citing its rule) once per process and caches

@@ -319,15 +319,7 @@ RELABELLED: dict[str, tuple[str, str]] = {}
 REJECTED: dict[str, str] = {}
 
 #: Variants kept but not registered as mutants yet (no scenario catches them), with why.
-PENDING: dict[str, str] = {
-    "out-woc9-deny-bracket-literal": "no deny pattern of a scenario holds a [...] set",
-    "out-woc9-nested-shared-buffer": "no overlapping calls meet inside one nested chain",
-    "out-woc9-nested-before-own-limit": "no MUST scenario hangs a nested before_write under its own limit",
-    "out-woc9-edit-nfc": "no edited file holds decomposed text",
-    "out-woc9-mkdir-retry-rehooks": "no scenario citing its rule writes into a missing folder",
-    "out-woc9-join-no-sep-after-blank": "no non-final annotation ends in a blank line",
-    "out-woc9-limited-branch-uncontained": "no observer raises under a time limit",
-}
+PENDING: dict[str, str] = {}
 
 #: The variants registered as mutants.
 MUTANTS: dict[str, OutsiderMutant] = {

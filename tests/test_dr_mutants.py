@@ -169,7 +169,7 @@ def test_outsider_batch_is_registered_whole() -> None:
         mutant = MUTANTS[f"out-dr-{name.replace('_', '-')}"]
         assert (mutant.rule, mutant.statement) == (variant.rule, variant.statement)
         assert mutant.origin == "outsider batch 1"
-    assert len(batch1.VARIANTS) == 17
+    assert len(batch1.VARIANTS) == 18
     assert set(batch1.RELABELLED) <= set(batch1.MUTANTS)
     assert load_adapter("mutant:out-dr-no-cancel-check").info().details["origin"] == (
         "outsider batch 1"

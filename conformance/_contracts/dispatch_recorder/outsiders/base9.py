@@ -210,7 +210,7 @@ class OutsiderTurnLoop:
     async def _release(
         self, call: Any, result: str, *, policy: Any, recorder: Any, limit: float | None
     ) -> str:
-        redacted = await policy.after_dispatch(call, result)
+        redacted: str | None = await policy.after_dispatch(call, result)
         if redacted is None or recorder is None:
             return result  # no redaction, or no recorder: the redaction is dropped
         mutation = self._mutation(call, ResultRedaction(result, redacted))

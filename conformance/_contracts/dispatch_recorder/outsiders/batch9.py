@@ -70,7 +70,7 @@ class RedactedLineEndingsNormalised(OutsiderTurnLoop):
     async def _release(
         self, call: Any, result: str, *, policy: Any, recorder: Any, limit: float | None
     ) -> str:
-        redacted = await policy.after_dispatch(call, result)
+        redacted: str | None = await policy.after_dispatch(call, result)
         if redacted is None or recorder is None:
             return result
         mutation = self._mutation(call, ResultRedaction(result, redacted))

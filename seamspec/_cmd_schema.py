@@ -281,6 +281,8 @@ def skeleton(scenario_id: str, contract: str, modeline: str) -> str:
         "level": "MUST",
         "tags": [],
     }
+    if start.profile != "upstream":
+        head["profile"] = start.profile  # a strict scenario's rules need it to validate
     if start.requires:
         head["requires"] = list(start.requires)
     body = {"given": start.given, "when": start.when, "then": start.then}

@@ -33,6 +33,7 @@ from seamspec.conformance._contracts.dispatch_recorder.outsiders import base5 as
 from seamspec.conformance._contracts.dispatch_recorder.outsiders import base6 as outsider_base6
 from seamspec.conformance._contracts.dispatch_recorder.outsiders import base7 as outsider_base7
 from seamspec.conformance._contracts.dispatch_recorder.outsiders import base8 as outsider_base8
+from seamspec.conformance._contracts.dispatch_recorder.outsiders import base9 as outsider_base9
 from seamspec.conformance._contracts.dispatch_recorder.outsiders import (
     batch1,
     batch3,
@@ -41,6 +42,7 @@ from seamspec.conformance._contracts.dispatch_recorder.outsiders import (
     batch6,
     batch7,
     batch8,
+    batch9,
 )
 from seamspec.conformance._core.runner import Finding
 from seamspec.conformance._quality.mutants import all_mutants
@@ -51,7 +53,7 @@ CONTRACT = "dispatch-recorder"
 BACKENDS = ("asyncio", "trio")
 PARALLEL_RUNS = 8
 #: Controls without a signed journal (they do not declare `signed-journal`).
-NO_JOURNAL_CONTROLS = frozenset({"outsider-base-7", "outsider-base-8"})
+NO_JOURNAL_CONTROLS = frozenset({"outsider-base-7", "outsider-base-8", "outsider-base-9"})
 
 
 @cache
@@ -70,6 +72,7 @@ def _all_results(backend: str) -> dict[str, list[ScenarioResult]]:
         "outsider-base-6": Runner(outsider_base6.build(backend), timeout=30.0, profile="strict"),
         "outsider-base-7": Runner(outsider_base7.build(backend), timeout=30.0, profile="strict"),
         "outsider-base-8": Runner(outsider_base8.build(backend), timeout=30.0, profile="strict"),
+        "outsider-base-9": Runner(outsider_base9.build(backend), timeout=30.0, profile="strict"),
     }
     runners.update(
         {
@@ -111,6 +114,7 @@ def _kills(name: str, backend: str) -> list[ScenarioResult]:
         "outsider-base-6",
         "outsider-base-7",
         "outsider-base-8",
+        "outsider-base-9",
     ],
 )
 def test_controls_pass_every_dr_scenario(control: str, backend: str) -> None:
@@ -165,7 +169,7 @@ def test_outsider_batch_is_registered_whole() -> None:
         mutant = MUTANTS[f"out-dr-{name.replace('_', '-')}"]
         assert (mutant.rule, mutant.statement) == (variant.rule, variant.statement)
         assert mutant.origin == "outsider batch 1"
-    assert len(batch1.VARIANTS) == 17
+    assert len(batch1.VARIANTS) == 18
     assert set(batch1.RELABELLED) <= set(batch1.MUTANTS)
     assert load_adapter("mutant:out-dr-no-cancel-check").info().details["origin"] == (
         "outsider batch 1"
@@ -221,3 +225,16 @@ def test_outsider_batch_5_on_is_registered_whole(batch: Any, number: int, exampl
     assert set(batch.RELABELLED) <= set(batch.MUTANTS)
     assert not set(batch.REJECTED) & set(MUTANTS)
     assert load_adapter(f"mutant:{example}").info().details["origin"] == origin
+
+
+def test_outsider_batch_9_is_registered_whole() -> None:
+    """Every variant of batch 9 but the pending and rejected ones is a mutant, under its own
+    name, with its (possibly relabelled) rule and the outsider's words."""
+    assert set(batch9.MUTANTS) == set(batch9.VARIANTS) - set(batch9.PENDING) - set(batch9.REJECTED)
+    for name, variant in batch9.MUTANTS.items():
+        mutant = MUTANTS[name]
+        assert (mutant.rule, mutant.statement) == (variant.rule, variant.statement)
+        assert mutant.origin == "outsider batch 9"
+    assert len(batch9.VARIANTS) == 6
+    assert set(batch9.RELABELLED) <= set(batch9.MUTANTS)
+    assert not set(batch9.REJECTED) & set(MUTANTS)

@@ -396,3 +396,29 @@ def test_a_step_waiting_on_a_hung_turn_outlasts_the_kit_turn_limit(
     assert "kit_timeout" in kinds
     assert "wait_unmet" in kinds
     assert any(rule == "DR-HANG" for rule, _ in oracle.check(request, {}, trace))
+
+
+@pytest.mark.parametrize(
+    ("run", "says"),
+    [
+        ({"args": '{"cmd":"ls"}', "context": ["another call's context"]}, "context"),
+        ({"args": '{"cmd":"ls -la"}', "context": []}, "args"),
+    ],
+)
+def test_an_allowed_call_runs_only_with_what_its_own_records_authorised(
+    run: dict[str, Any], says: str
+) -> None:
+    """DR-RECORD-FIRST (outsider batch 9): an allowed call has no record of its own, so
+    a context or arguments other than its proposed ones are a mutation nothing authorised."""
+    request = _request({"pre": {"allow": True}}, {})
+    trace: list[dict[str, Any]] = [
+        {"type": "turn_start"},
+        {"type": "provider_call", "step": 0, "messages": _messages(("user", None, "go"))},
+        {"type": "tool_run", "call": "c1", "tool": "shell", **run},
+        {"type": "tool_exit", "call": "c1", "result": "ok"},
+        {"type": "turn_end", "outcome": "completed",
+         "messages": _messages(("user", None, "go"), ("tool", "c1", "ok"))},
+    ]  # fmt: skip
+    found = [m for rule, m in oracle.check(request, {}, trace) if rule == "DR-RECORD-FIRST"]
+    assert len(found) == 1, found
+    assert f"ran with {says}" in found[0]

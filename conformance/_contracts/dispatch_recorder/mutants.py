@@ -38,6 +38,7 @@ from seamspec.conformance._contracts.dispatch_recorder.outsiders import (
     batch6,
     batch7,
     batch8,
+    batch9,
 )
 from seamspec.conformance._contracts.dispatch_recorder.reference_adapter import ReferenceDispatch
 from seamspec.conformance._core.python_adapter import PythonAdapter
@@ -605,7 +606,14 @@ _OUTSIDERS = (
             origin=f"outsider batch {number}",
             outsider=functools.partial(batch.implementation, name),
         )
-        for number, batch in ((4, batch4), (5, batch5), (6, batch6), (7, batch7), (8, batch8))
+        for number, batch in (
+            (4, batch4),
+            (5, batch5),
+            (6, batch6),
+            (7, batch7),
+            (8, batch8),
+            (9, batch9),
+        )
         for name, variant in batch.MUTANTS.items()
     )
 )

@@ -84,6 +84,7 @@ class _Call:
         if self.ev.recorder is None:
             self.check_absent()
             return
+        self.check_own_authorisation()
         if self.pre == "approval":
             self.check_approval()
         if self.pre == "deny" and self.message is not None:
@@ -132,6 +133,29 @@ class _Call:
                     rule,
                     "recorded a result_redaction, yet the tool never ran, so "
                     "there was no result to redact",
+                )
+
+    def check_own_authorisation(self) -> None:
+        """DR-RECORD-FIRST: a tool runs with what its own call's records authorised, nothing
+        more: no context but its own injection's, no arguments but the proposed ones or its
+        own rewrite's (whether those records succeeded is ``check_pre``'s to judge)."""
+        if self.pre == "approval":
+            return  # an approved call runs as proposed: DR-APPROVAL judges it
+        own = [str(self.policy["pre"]["inject"])] if self.pre == "inject" else []
+        for i in self.runs:
+            run = self.ev.events[i]
+            extra = [c for c in run.get("context") or [] if c not in own]
+            if extra:
+                self.flag(
+                    "DR-RECORD-FIRST",
+                    f"ran with context {extra!r} that no record of its own authorised "
+                    "(another call's injection authorises only that call)",
+                )
+            if self.pre != "rewrite" and run.get("args") != self.call["args"]:
+                self.flag(
+                    "DR-RECORD-FIRST",
+                    f"ran with args {run.get('args')!r}, which no rewrite of its own "
+                    f"authorised; it proposed {self.call['args']!r}",
                 )
 
     def one(self, kind: str, payload: dict[str, Any]) -> dict[str, Any] | None:

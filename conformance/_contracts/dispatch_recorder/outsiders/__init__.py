@@ -13,8 +13,8 @@ vocabulary (a scripted raise's ``exception`` class), a kit-side check (a commit'
 read again at the turn's end), ``existing_journal`` with no complete entry and an oracle
 that judges a raised tool's redaction catch all six now. Batches 5 (``base5.py``,
 ``batch5.py``, ``out-dr5-*``), 6 (``base6.py``, ``batch6.py``, ``out-dr6-*``), 7
-(``base7.py``, ``batch7.py``, ``out-dr7-*``, a harness with no journal) and 8
-(``base8.py``, ``batch8.py``, ``out-dr8-*``, another harness with no journal) follow the
-same shape; the contract page's "Outsider mutants" section says what each first try
+(``base7.py``, ``batch7.py``, ``out-dr7-*``, a harness with no journal), 8 (``base8.py``,
+``batch8.py``, ``out-dr8-*``, another harness with no journal) and 9 (``base9.py``,
+``batch9.py``, ``out-dr9-*``, a third harness with no journal) follow the same shape; the contract page's "Outsider mutants" section says what each first try
 found and which scenarios catch each variant now.
 """

@@ -16,7 +16,12 @@ is damage rather than a torn tail), ``Verifier.scan`` was taught that (``_may_be
 Batch 6's scenarios found one more: the verifier compared the format version by value, so
 an entry signed with ``"v":2.0`` verified (``journal-version-as-float-detected``); it now
 checks that the version is the integer 2, and the bug as written is batch 6's
-``out-dr6-verify-version-float``.
+``out-dr6-verify-version-float``. Batch 9's scenarios found another:
+``record`` and ``commit`` returned the failure of a recorder that *raised* without looking
+for a cancellation, so a turn cancelled while a deaf redaction record ran, and which then
+raised, carried on to its next call (``cancel-while-a-deaf-redaction-record-raises``);
+both now look for it first, and the bug as written is the mutant
+``out-dr-raise-hides-cancel``.
 """
 
 from __future__ import annotations
@@ -112,6 +117,9 @@ class Executor:
             with anyio.move_on_after(limit if limit is not None else float("inf")) as scope:
                 answer = await self._call_record(mutation)
         except Exception as error:  # cancellation is a BaseException: it propagates
+            # A deaf record that raised after the turn was cancelled: the cancellation
+            # wins (added in batch 9's triage: see the module docstring).
+            await anyio.lowlevel.checkpoint_if_cancelled()
             return Outcome(False, repr(error))
         # A turn cancelled while the record was deaf to it: apply nothing. (Moved above the
         # time-limit check when the batch was taken in: see the module docstring.)
@@ -232,6 +240,7 @@ class TurnLoop:
             with anyio.move_on_after(limit if limit is not None else float("inf")) as scope:
                 answer = await self._call_commit(recorder, messages)
         except Exception as error:
+            await anyio.lowlevel.checkpoint_if_cancelled()  # as in Executor.record (batch 9)
             return Outcome(False, repr(error))
         await anyio.lowlevel.checkpoint_if_cancelled()  # moved above, as in Executor.record
         if scope.cancel_called:

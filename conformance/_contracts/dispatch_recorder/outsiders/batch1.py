@@ -8,7 +8,8 @@ f1439df401f7a3b216a54f743ca376b50a85547ba81c75cfa71105c2f26b1a66). Kept as writt
 imports, formatting, typing and the registration changed, and three labels, which rules
 added since then (or the page's own wording) moved (see ``RELABELLED``). A seventeenth
 bug, found in the base itself by the scenarios written for this batch's survivors, is
-section 17. ``no_domain_prefix`` (section 16) survived the suite it was written
+section 17; an eighteenth, found in the base by the scenarios written for batch 9
+(``cancel-while-a-deaf-redaction-record-raises``), is section 18. ``no_domain_prefix`` (section 16) survived the suite it was written
 against; the kit's own reading of the journal, added since, catches it.
 """
 
@@ -593,6 +594,49 @@ timeout_hides_cancel = variant(
     "reports a record or commit that ran past its limit as timed out before it looks for "
     "the turn's cancellation, so a cancelled turn carries on",
     harness(executor_class=TimeoutHidesCancelExecutor, loop_class=TimeoutHidesCancelLoop),
+)
+
+
+# ---------------------------------------------------------------------------------------
+# 18. DR-CANCEL (found in the base by batch 9's scenarios): a raise hides the cancellation.
+# ---------------------------------------------------------------------------------------
+
+
+class RaiseHidesCancelExecutor(Executor):
+    async def record(self, mutation: DispatchMutation) -> Outcome:
+        limit = self.record_time_limit
+        try:
+            with anyio.move_on_after(limit if limit is not None else float("inf")) as scope:
+                answer = await self._call_record(mutation)
+        except Exception as error:  # BUG: returns before looking for the turn's cancellation
+            return Outcome(False, repr(error))
+        await anyio.lowlevel.checkpoint_if_cancelled()
+        if scope.cancel_called:
+            return Outcome(False, f"the record timed out after {limit} s")
+        return self._judge(answer)
+
+
+class RaiseHidesCancelLoop(TurnLoop):
+    async def commit(self, recorder: Any, messages: list[Message]) -> Outcome:
+        limit = self.commit_time_limit
+        try:
+            with anyio.move_on_after(limit if limit is not None else float("inf")) as scope:
+                answer = await self._call_commit(recorder, messages)
+        except Exception as error:  # BUG: as above, for the commit
+            return Outcome(False, repr(error))
+        await anyio.lowlevel.checkpoint_if_cancelled()
+        if scope.cancel_called:
+            return Outcome(False, f"the commit timed out after {limit} s")
+        return Executor._judge(answer)
+
+
+raise_hides_cancel = variant(
+    "raise_hides_cancel",
+    "DR-CANCEL",
+    "reports a record or commit that raised as failed before it looks for the turn's "
+    "cancellation, so a turn cancelled while a deaf recorder ran, and then raised, "
+    "carries on",
+    harness(executor_class=RaiseHidesCancelExecutor, loop_class=RaiseHidesCancelLoop),
 )
 
 

@@ -225,7 +225,7 @@ def test_outsider_batch_is_registered_whole(
                 "out-soo9-",
             )
         )
-        if name in batch4.UNSEEN or name in batch8.UNSEEN or name in batch9.UNSEEN:
+        if name in {*batch4.UNSEEN, *batch8.UNSEEN, *batch9.UNSEEN}:
             assert name not in MUTANTS, f"{name} is listed as unseen, yet registered"
             continue
         mutant = MUTANTS[name]

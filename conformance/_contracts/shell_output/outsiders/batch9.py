@@ -15,7 +15,8 @@ soo-session-late-after-cancel-both-streams); six survived
 ``out-soo9-hold-trailing-cr``, ``out-soo9-queue-bound-4096-blocks``,
 ``out-soo9-spill-buffer-reorders``, ``out-soo9-unicode-error-tolerated``). See
 docs/contracts/shell-output-observer.md, "Outsider mutants", batch 9, for what kills each
-now.
+now; ``out-soo9-timeout-kill-drain-then-cancel`` is listed in ``UNSEEN`` and not
+registered.
 """
 
 from __future__ import annotations
@@ -362,7 +363,20 @@ MUTANTS: dict[str, OutsiderMutant] = {m.name: m for m in _SPECS}
 
 #: Variants that are real bugs the suite cannot see deterministically, and why; they are
 #: not registered as mutants (the contract page, "Outsider mutants", batch 9, says so).
-UNSEEN: dict[str, str] = {}
+UNSEEN: dict[str, str] = {
+    "out-soo9-timeout-kill-drain-then-cancel": (
+        "it breaks SOO-TIMEOUT's 'stop accepting when the limit fires' (upstream drops the "
+        "output guard at the timeout boundary, before its detached worker kills and reaps: "
+        "shell_tool.rs:948-952), but the window between the kill and the late cancel lasts "
+        "only until the killed group's pipes reach end of file, a few milliseconds; the "
+        "emitter's detached grandchild (branch soo-detached) keeps the pipes open past the "
+        "kill, yet a timed call may not start one there (its lint: what a runner owes a "
+        "descendant outside the group is not upstream's to say), and this batch's own base "
+        "waits up to 5 s for such pipes after the limit, so a scenario that holds them until "
+        "the call returned fails the control too; a kill needs a step that waits for the "
+        "kill itself (left for the lead)"
+    ),
+}
 
 
 def implementation(name: str) -> Impl:

@@ -371,10 +371,11 @@ UNSEEN: dict[str, str] = {
         "only until the killed group's pipes reach end of file, a few milliseconds; the "
         "emitter's detached grandchild (branch soo-detached) keeps the pipes open past the "
         "kill, yet a timed call may not start one there (its lint: what a runner owes a "
-        "descendant outside the group is not upstream's to say), and this batch's own base "
-        "waits up to 5 s for such pipes after the limit, so a scenario that holds them until "
-        "the call returned fails the control too; a kill needs a step that waits for the "
-        "kill itself (left for the lead)"
+        "descendant outside the group is not upstream's to say); batch 8's twin is caught "
+        "by the cancellation's 0.5 s bound, but the same bound on a timed call fails this "
+        "batch's own base, which also waits up to 5 s for such pipes after the limit, and "
+        "catching it by delivery races the presentation thread against the late cancel; "
+        "what a timed call owes such a descendant is left for the lead"
     ),
 }
 

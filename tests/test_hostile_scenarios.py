@@ -399,3 +399,27 @@ def test_both_parsers_read_the_shipped_suite_alike(monkeypatch: pytest.MonkeyPat
         python = load_yaml(path.read_text(encoding="utf-8"))
         assert python.data == c.data, path
         assert python._lines == c._lines, path
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "message"),
+    [
+        (
+            "    observer: pane\n",
+            "    observer: pane\n    timeout: 1.0\n",
+            "a detached grandchild leaves the process group",
+        ),
+        ("- cancel: {id: a, within: 0.5}\n", "", "a detached grandchild leaves the process group"),
+        ("- {release: free}\n", "", "a later `release` step must release it"),
+    ],
+    ids=["under-a-time-limit", "not-cancelled", "gate-never-released"],
+)
+def test_a_detached_grandchild_only_where_upstream_is_clear(
+    tmp_path: Path, old: str, new: str, message: str
+) -> None:
+    """No group kill ends it: only a cancelled call, with no limit, releasing its gate."""
+    path, _ = _variant(
+        tmp_path, "shell-output/soo-cancel-detached-grandchild-writes-after-kill.yaml", old, new
+    )
+    _, problems = validate_files([path])
+    assert any(message in str(p) for p in problems), problems

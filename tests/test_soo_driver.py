@@ -2,10 +2,19 @@
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
 from seamspec import __version__
 from seamspec.conformance import PythonAdapter, Runner, load_scenarios
+from seamspec.conformance._contracts.shell_output import evidence
 from seamspec.conformance._contracts.shell_output.driver import ShellOutputDriver, emitter_command
 from seamspec.conformance._contracts.shell_output.reference_adapter import ReferenceShellOutput
+from seamspec.reference._shell_output import emitter as _emitter
 
 
 class ProcessesOnly(ReferenceShellOutput):
@@ -30,3 +39,69 @@ def test_the_emitter_command_runs_the_kit_file_not_a_command_line() -> None:
     assert argv[1] == "-I"
     assert argv[2].endswith("emitter.py")
     assert argv[3] == '{"steps": [{"out": "x"}]}'
+
+
+def _detached_emitter(tmp_path: Path, orphaned: list[dict[str, str]]) -> tuple[Any, Path, Path]:
+    """An emitter (leading its own group) with a detached grandchild, once both are set up."""
+    gates, alive = tmp_path / "gates", tmp_path / "alive"
+    gates.mkdir()
+    step: dict[str, Any] = {"grandchild": "detached", "until": "free"}
+    if orphaned:
+        step["orphaned"] = orphaned
+    steps: list[dict[str, Any]] = [step, {"out": "ready\n"}, {"hang": True}]
+    script = {"gates": str(gates), "alive": str(alive), "steps": steps}
+    child = subprocess.Popen(
+        emitter_command(script), stdout=subprocess.PIPE, start_new_session=True
+    )
+    assert child.stdout is not None
+    assert child.stdout.read(6) == b"ready\n"
+    return child, gates, alive
+
+
+def _pids(alive: Path) -> list[int]:
+    return [int(line) for line in alive.read_text().split()]
+
+
+def test_a_detached_grandchild_outlives_a_group_kill_and_writes_once_orphaned(
+    tmp_path: Path,
+) -> None:
+    child, gates, alive = _detached_emitter(tmp_path, [{"out": "late\n"}])
+    assert child.stdout is not None
+    emitter, grandchild = _pids(alive)
+    assert emitter == child.pid
+    assert os.getpgid(grandchild) != child.pid  # out of reach of a kill of the group
+    os.killpg(child.pid, signal.SIGKILL)
+    child.wait(5)
+    assert child.stdout.read(5) == b"late\n"  # written only once the emitter was gone
+    assert evidence.alive(alive)  # and it still holds the pipes
+    (gates / "free").touch()
+    assert child.stdout.read() == b""  # its gate released: it exits, end of file
+    deadline = time.monotonic() + 5
+    while evidence.alive(alive):
+        assert time.monotonic() < deadline, "the detached grandchild did not end at its gate"
+        time.sleep(0.01)
+
+
+def test_the_kit_kills_a_detached_grandchild_whose_gate_never_opens(tmp_path: Path) -> None:
+    child, _, alive = _detached_emitter(tmp_path, [])
+    assert child.stdout is not None
+    os.killpg(child.pid, signal.SIGKILL)
+    child.wait(5)
+    assert evidence.alive(alive)
+    evidence.kill_survivors(alive)
+    assert child.stdout.read() == b""  # the grandchild is gone, and the pipe with it
+    deadline = time.monotonic() + 5
+    while evidence.alive(alive):
+        assert time.monotonic() < deadline, "kill_survivors left the detached grandchild"
+        time.sleep(0.01)
+
+
+def test_the_orphaned_output_is_part_of_what_the_script_writes() -> None:
+    steps: list[dict[str, Any]] = [
+        {"grandchild": "detached", "until": "g", "orphaned": [{"out": "b"}, {"err": "c"}]},
+        {"out": "a"},
+        {"hang": True},
+        {"grandchild": "detached", "until": "h", "orphaned": [{"out": "never"}]},
+    ]
+    assert _emitter.expected_output(steps) == {"stdout": b"ab", "stderr": b"c"}
+    assert _emitter.orphaned_output(steps) == {"stdout": b"b", "stderr": b"c"}

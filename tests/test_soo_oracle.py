@@ -174,3 +174,41 @@ def test_a_callback_waited_for_in_vain_names_the_earlier_raise() -> None:
             if m.startswith("pane ")
         ]
         assert [r for r, _ in waits] == [rule], (raised, waits)
+
+
+def _cancelled_with(*chunks: tuple[str, str]) -> list[dict[str, Any]]:
+    """A cancelled run ``a`` whose observer ``pane`` got ``chunks`` (stream, text), one
+    before the cancellation and the rest after it, each returning at once."""
+    trace: list[dict[str, Any]] = [
+        {"type": "thread", "role": "caller", "invocation": None, "thread": "t1"},
+        {"type": "run_start", "call": "a"},
+        {"type": "invocation", "call": "a", "invocation": 1},
+    ]
+    for n, (stream, text) in enumerate(chunks):
+        if n == 1:
+            trace.append({"type": "cancel_requested", "call": "a"})
+        common = {"observer": "pane", "hook": "on_output", "invocation": 1, "thread": "t2"}
+        trace.append(
+            {"type": "callback_enter", **common, "stream": stream, "hex": text.encode().hex()}
+        )
+        trace.append({"type": "callback_exit", **common, "outcome": "returned"})
+    if len(chunks) < 2:
+        trace.append({"type": "cancel_requested", "call": "a"})
+    trace += [
+        {"type": "run_end", "call": "a", "outcome": "cancelled", "elapsed": 0.01},
+        {"type": "cancel_returned", "call": "a", "elapsed": 0.01},
+        {"type": "idle", "ok": True},
+    ]
+    return trace
+
+
+def test_output_a_detached_grandchild_wrote_after_the_kill_is_soo_cancel() -> None:
+    """One callback may begin after the cancellation; never one with what was written after it."""
+    request = _request("soo-cancel-detached-grandchild-writes-after-kill")
+    findings = check(request, {}, _cancelled_with(("stdout", "one"), ("stdout", "late\n")))
+    assert [m for r, m in findings if r == "SOO-CANCEL"] == [
+        "a (invocation 1): stdout delivered b'late\\n', which a detached grandchild wrote only "
+        "after the child was killed, after the cancellation: chunks must stop being accepted "
+        "at once, before the runner ends the command's processes"
+    ]
+    assert check(request, {}, _cancelled_with(("stdout", "one"))) == []

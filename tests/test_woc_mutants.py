@@ -51,6 +51,7 @@ from seamspec.conformance._contracts.write_observer_chain.outsiders import base5
 from seamspec.conformance._contracts.write_observer_chain.outsiders import base6 as outsider_base6
 from seamspec.conformance._contracts.write_observer_chain.outsiders import base7 as outsider_base7
 from seamspec.conformance._contracts.write_observer_chain.outsiders import base8 as outsider_base8
+from seamspec.conformance._contracts.write_observer_chain.outsiders import base9 as outsider_base9
 from seamspec.conformance._contracts.write_observer_chain.outsiders import (
     batch1,
     batch2,
@@ -60,6 +61,7 @@ from seamspec.conformance._contracts.write_observer_chain.outsiders import (
     batch6,
     batch7,
     batch8,
+    batch9,
 )
 from seamspec.conformance._core.runner import Finding
 
@@ -75,6 +77,7 @@ CONTROLS = (
     "outsider-base-6",
     "outsider-base-7",
     "outsider-base-8",
+    "outsider-base-9",
 )
 
 #: Rules whose mutants may be caught at SHOULD level, with the reason.
@@ -137,6 +140,8 @@ def _adapter(adapter_name: str) -> Adapter:
         return outsider_base7.adapter()
     if adapter_name == "outsider-base-8":
         return outsider_base8.adapter()
+    if adapter_name == "outsider-base-9":
+        return outsider_base9.adapter()
     return mutant_adapter(adapter_name)
 
 
@@ -211,14 +216,23 @@ def test_should_only_rules_are_should_rules() -> None:
         (batch6, "outsider batch 6", 7),
         (batch7, "outsider batch 7", 7),
         (batch8, "outsider batch 8", 7),
+        (batch9, "outsider batch 9", 7),
     ],
 )
 def test_outsider_batch_is_registered_whole(batch: Any, origin: str, size: int) -> None:
     """Every variant of the batch is a mutant, under its own name, rule and statement."""
     for name, variant in batch.MUTANTS.items():
-        # batch 1's prefix, then batches 4-8's
+        # batch 1's prefix, then batches 4-9's
         assert name.startswith(
-            ("out-woc-", "out-woc4-", "out-woc5-", "out-woc6-", "out-woc7-", "out-woc8-")
+            (
+                "out-woc-",
+                "out-woc4-",
+                "out-woc5-",
+                "out-woc6-",
+                "out-woc7-",
+                "out-woc8-",
+                "out-woc9-",
+            )
         )
         mutant = MUTANTS[name]
         assert (mutant.rule, mutant.statement) == (variant.rule, variant.statement)

@@ -22,6 +22,14 @@ The script is a JSON object ``{"gates": DIR, "reached": DIR, "alive": FILE, "ste
 - ``{"grandchild": "hang"}``: fork a grandchild that keeps stdout and stderr open and
   blocks until killed, then go on at once. It stays in the emitter's process group, so
   killing the group is what ends it; killing only the emitter leaves the pipes open.
+- ``{"grandchild": "detached", "until": NAME, "orphaned": [...]}``: fork a grandchild
+  that leaves the emitter's process group (``setsid``) and keeps stdout and stderr open
+  until the gate NAME is released, then exits; the emitter goes on once the grandchild
+  has noted its process ID and left the group. No group kill ends it, so the pipes stay
+  open after the emitter's group was killed. ``orphaned`` (optional: ``out``, ``err``,
+  ``out_hex``, ``err_hex`` steps) is what it writes as soon as the emitter is gone (it
+  was re-parented), before it waits for NAME; in a script that never exits by itself,
+  that is only after the runner killed the emitter.
 
 ``reached`` (optional) is a folder: before waiting on gate NAME the emitter creates the
 file ``reached/NAME``, so the kit knows that everything the script writes before that
@@ -40,7 +48,9 @@ An emitter never outlives its scenario: while it waits on a gate or hangs, it ex
 with code 125 as soon as the gate folder is gone (the scenario ended) or its parent
 process has died (it was re-parented), so that an interrupted kit leaves no process
 polling forever. A ``grandchild`` watches the gate folder only: outliving the emitter
-is what it is for.
+is what it is for. A detached grandchild also ends when its gate folder is gone, and it
+writes its process ID to the alive file before it leaves the group, so the kit can always
+kill it at the end of a scenario (``evidence.kill_survivors``).
 """
 
 from __future__ import annotations
@@ -55,7 +65,15 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-__all__ = ["PATTERN", "expected_output", "flood_bytes", "has_grandchild", "main"]
+__all__ = [
+    "PATTERN",
+    "detached_grandchildren",
+    "expected_output",
+    "flood_bytes",
+    "has_grandchild",
+    "main",
+    "orphaned_output",
+]
 
 #: The bytes ``flood`` repeats: one 64-byte line, so a prefix is easy to eyeball.
 PATTERN = b"0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_\n"
@@ -84,7 +102,18 @@ def flood_bytes(count: int) -> bytes:
     return PATTERN * whole + PATTERN[:rest]
 
 
+def _reached(steps: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The steps the emitter gets to: up to an ``exit`` or a ``hang``."""
+    out = []
+    for step in steps:
+        out.append(step)
+        if "exit" in step or "hang" in step:
+            break
+    return out
+
+
 def _writes(steps: list[dict[str, Any]]) -> Iterator[tuple[str, bytes]]:
+    steps = _reached(steps)
     for step in steps:
         if "out" in step:
             yield "stdout", str(step["out"]).encode()
@@ -99,8 +128,12 @@ def _writes(steps: list[dict[str, Any]]) -> Iterator[tuple[str, bytes]]:
         elif "drip" in step:
             yield str(step["drip"]), str(step["text"]).encode() * int(step["count"])
         elif "exit" in step or "hang" in step:
-            return
-        # a grandchild writes nothing: it only keeps the pipes open
+            break
+        # a grandchild writes nothing here: it keeps the pipes open, and a detached one
+        # writes its `orphaned` steps only once the emitter is gone (below)
+    for step in steps:
+        if step.get("grandchild") == "detached":
+            yield from _writes(list(step.get("orphaned", [])))
 
 
 def expected_output(steps: list[dict[str, Any]]) -> dict[str, bytes]:
@@ -124,6 +157,20 @@ def expected_exit(steps: list[dict[str, Any]]) -> int | None:
 def has_grandchild(steps: list[dict[str, Any]]) -> bool:
     """Whether the script starts a grandchild that keeps the pipes open."""
     return any("grandchild" in step for step in steps)
+
+
+def detached_grandchildren(steps: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The script's ``{"grandchild": "detached", ...}`` steps (outside the process group)."""
+    return [step for step in steps if step.get("grandchild") == "detached"]
+
+
+def orphaned_output(steps: list[dict[str, Any]]) -> dict[str, bytes]:
+    """Per stream, what detached grandchildren write only once the emitter is gone."""
+    written = {"stdout": b"", "stderr": b""}
+    for step in detached_grandchildren(_reached(steps)):
+        for stream, data in _writes(list(step.get("orphaned", []))):
+            written[stream] += data
+    return written
 
 
 #: The alive file's descriptor (see the module's docstring), once the lock is held.
@@ -164,6 +211,42 @@ def _fork_grandchild(gates: Path) -> None:
             os._exit(0)
 
 
+def _fork_detached(gates: Path, step: dict[str, Any]) -> None:
+    """A grandchild outside our process group, holding our stdout and stderr until its gate.
+
+    The emitter waits until the grandchild has noted its process ID and left the group:
+    from then on a group kill cannot reach it, and the kit knows which process to kill.
+    """
+    parent = os.getpid()
+    ready_read, ready_write = os.pipe()
+    if os.fork() == 0:
+        try:
+            os.close(ready_read)
+            _note_pid()
+            os.setsid()
+            os.write(ready_write, b"x")
+            os.close(ready_write)
+            _detached(gates, parent, step)
+        finally:
+            os._exit(0)
+    os.close(ready_write)
+    os.read(ready_read, 1)
+    os.close(ready_read)
+
+
+def _detached(gates: Path, parent: int, step: dict[str, Any]) -> None:
+    until = gates / str(step["until"])
+    while os.getppid() == parent:  # the emitter is still there
+        if until.exists() or not gates.is_dir():
+            return
+        time.sleep(GATE_POLL)
+    for stream, data in _writes(list(step.get("orphaned", []))):
+        with contextlib.suppress(OSError):  # nobody reads the pipe any more: fine
+            _write_all(_FD[stream], data)
+    while not until.exists() and gates.is_dir():
+        time.sleep(GATE_POLL)
+
+
 def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
@@ -196,6 +279,8 @@ def _run(script: dict[str, Any]) -> int:
             time.sleep(float(step["sleep"]))
         elif "hang" in step:
             _hang(gates, parent)
+        elif step.get("grandchild") == "detached":
+            _fork_detached(gates, step)
         elif "grandchild" in step:
             _fork_grandchild(gates)
         elif "exit" in step:

@@ -41,6 +41,7 @@ from seamspec.conformance._contracts.shell_output.model import (
     cap,
     emitted_bytes,
     has_finish,
+    script_gates,
     step_verb,
     time_limit,
 )
@@ -294,9 +295,9 @@ class _Run:
                 event.set()
         for step in self.when:
             verb = step_verb(step)
-            for s in step[verb].get("script", []) if verb in ("run", "start") else []:
-                if "wait" in s:
-                    (self.gate_dir / str(s["wait"])).touch()
+            script = step[verb].get("script", []) if verb in ("run", "start") else []
+            for gate in script_gates(script):
+                (self.gate_dir / gate).touch()
 
     async def _wait_calls(self, *, kit_timeout: bool) -> None:
         for ident, event in self.done.items():

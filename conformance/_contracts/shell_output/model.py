@@ -11,9 +11,11 @@ import json
 from typing import Any
 
 from seamspec.reference._shell_output.emitter import (
+    detached_grandchildren,
     expected_exit,
     expected_output,
     has_grandchild,
+    orphaned_output,
 )
 
 __all__ = [
@@ -25,10 +27,13 @@ __all__ = [
     "budget",
     "cancel_target",
     "cap",
+    "detached_grandchildren",
     "expected_exit",
     "expected_output",
     "has_grandchild",
     "lint",
+    "orphaned_output",
+    "script_gates",
     "step_verb",
     "time_limit",
 ]
@@ -104,7 +109,50 @@ def emitted_bytes(body: dict[str, Any]) -> bytes:
 
 
 def script_gates(script: list[dict[str, Any]]) -> set[str]:
-    return {str(s["wait"]) for s in script if "wait" in s}
+    """Every gate an emitter script waits on: its ``wait`` steps and detached grandchildren."""
+    waits = {str(s["wait"]) for s in script if "wait" in s}
+    return waits | {str(s["until"]) for s in detached_grandchildren(script)}
+
+
+def _lint_detached(
+    at: tuple[str | int, ...],
+    given: dict[str, Any],
+    body: dict[str, Any],
+    cancelled: set[str],
+    later: list[dict[str, Any]],
+) -> list[tuple[tuple[str | int, ...], str]]:
+    """A detached grandchild only where upstream's behaviour is clear: a cancelled call.
+
+    It leaves the process group, so no group kill ends it. Upstream's time limit kills
+    the stages' groups and then joins the pipe readers, which such a grandchild keeps
+    open (shell_tool.rs:1837-1859); what a runner owes then is not upstream's to say. A
+    cancellation drops the output guard at once, whatever the processes do
+    (output_observer.rs:138-145).
+    """
+    problems: list[tuple[tuple[str | int, ...], str]] = []
+    detached = detached_grandchildren(body.get("script", []))
+    if not detached:
+        return problems
+    if time_limit(given, body) is not None or body["id"] not in cancelled:
+        problems.append(
+            (
+                at,
+                "a detached grandchild leaves the process group, so no time limit's group "
+                "kill ends it: only a call the scenario cancels, with no time limit, may "
+                "start one",
+            )
+        )
+    released = {s["release"] for s in later if step_verb(s) == "release"}
+    for step in detached:
+        if step["until"] not in released:
+            problems.append(
+                (
+                    (*at, "script"),
+                    f"a detached grandchild holds the pipes until gate {step['until']!r}: a "
+                    "later `release` step must release it",
+                )
+            )
+    return problems
 
 
 def lint(data: dict[str, Any]) -> list[tuple[tuple[str | int, ...], str]]:
@@ -156,6 +204,7 @@ def lint(data: dict[str, Any]) -> list[tuple[tuple[str | int, ...], str]]:
                 problems.append((at, "a session needs an observer"))
             gates |= script_gates(body.get("script", []))
             bounded = time_limit(given, body) is not None or body["id"] in cancelled
+            problems += _lint_detached(at, given, body, cancelled, when[index + 1 :])
             if has_grandchild(body.get("script", [])) and not bounded:
                 problems.append(
                     (at, "a grandchild hangs until killed: give the call a `timeout` or cancel it")

@@ -40,7 +40,7 @@ from seamspec.conformance._contracts.shell_output.reference_adapter import Refer
 from seamspec.conformance._core.python_adapter import PythonAdapter
 from seamspec.reference import ObservationSession, ShellRunner
 
-__all__ = ["MUTANTS", "Mutant", "mutant_adapter"]
+__all__ = ["MUTANTS", "NOW_SEEN", "Mutant", "mutant_adapter"]
 
 
 def _with_session(session: type[ObservationSession]) -> type[ShellRunner]:
@@ -123,6 +123,11 @@ _ALL = [
     _m("soo-spawn-error-finishes", "SOO-ERROR-NO-FINISH", runners._SpawnErrorFinishes),
 ]
 
+#: Variants a batch lists in its ``UNSEEN`` (its file is kept as hashed) that scenarios
+#: now catch: batch 8's reap-first cancellation, since the emitter's detached grandchild
+#: keeps the pipes open past a group kill (the contract page, batch 8, says how).
+NOW_SEEN = frozenset({"out-soo8-cancel-reaps-first"})
+
 #: Each outsider batch with the variants it keeps unregistered (``UNSEEN``: real bugs that
 #: no scenario can catch without depending on timing; see the batch's docstring).
 _BATCHES: tuple[tuple[int, ModuleType, Collection[str]], ...] = (
@@ -132,7 +137,7 @@ _BATCHES: tuple[tuple[int, ModuleType, Collection[str]], ...] = (
     (5, batch5, ()),
     (6, batch6, ()),
     (7, batch7, ()),
-    (8, batch8, batch8.UNSEEN),
+    (8, batch8, set(batch8.UNSEEN) - NOW_SEEN),
     (9, batch9, batch9.UNSEEN),
 )
 

@@ -13,9 +13,11 @@ from typing import Any
 
 from seamspec.conformance._contracts.shell_output.history import STREAMS, Call, History
 from seamspec.conformance._contracts.shell_output.model import (
+    expected_exit,
     expected_output,
     has_finish,
     has_grandchild,
+    orphaned_output,
     time_limit,
 )
 from seamspec.conformance._contracts.shell_output.oracle_ids import check_ids
@@ -177,6 +179,8 @@ class _Oracle(History):
                         "a grandchild held the pipes open until the time limit ended it, and "
                         "completion is end of file on both pipes, not the child's exit",
                     )
+            if rule == "SOO-CANCEL":
+                self.check_orphaned(name, call, delivered)
             busy = self.in_flight(at + 1) & {call.invocation} if call.invocation else set()
             began = [e["hook"] for i, e in events if i > at and e["type"] == "callback_enter"]
             if len(began) > (0 if busy else 1):
@@ -199,6 +203,30 @@ class _Oracle(History):
                 shown=delivered,
             )
         self.check_waits(name, call)
+
+    def check_orphaned(self, name: str, call: Call, delivered: dict[str, bytes]) -> None:
+        """Output a detached grandchild wrote after the cancellation must never be delivered.
+
+        Its ``orphaned`` steps are written once the emitter is gone; in a script that never
+        exits by itself, that is once the runner has killed it, which a runner does only
+        after the caller cancelled. By then chunks are no longer accepted (SOO-CANCEL: at
+        once, before the runner ends or waits for the command's processes; upstream drops
+        the output guard before anything is done about the child).
+        """
+        script = call.body.get("script", [])
+        if expected_exit(script) is not None:
+            return
+        late = orphaned_output(script)
+        everything = expected_output(script)
+        for s in STREAMS:
+            own = len(everything[s]) - len(late[s])
+            if late[s] and len(delivered[s]) > own:
+                self.flag(
+                    "SOO-CANCEL",
+                    f"{name}: {s} delivered {delivered[s][own:]!r}, which a detached grandchild "
+                    "wrote only after the child was killed, after the cancellation: chunks must "
+                    "stop being accepted at once, before the runner ends the command's processes",
+                )
 
     def check_result(
         self,

@@ -370,7 +370,7 @@ UNSEEN: dict[str, str] = {
         "output guard at the timeout boundary, before its detached worker kills and reaps: "
         "shell_tool.rs:948-952), but the window between the kill and the late cancel lasts "
         "only until the killed group's pipes reach end of file, a few milliseconds; the "
-        "emitter's detached grandchild (branch soo-detached) keeps the pipes open past the "
+        "emitter's detached grandchild (from branch soo-detached) keeps the pipes open past the "
         "kill, yet a timed call may not start one there (its lint: what a runner owes a "
         "descendant outside the group is not upstream's to say); batch 8's twin is caught "
         "by the cancellation's 0.5 s bound, but the same bound on a timed call fails this "

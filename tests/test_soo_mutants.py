@@ -44,6 +44,7 @@ from seamspec.conformance._contracts.shell_output.outsiders import base5 as outs
 from seamspec.conformance._contracts.shell_output.outsiders import base6 as outsider_base6
 from seamspec.conformance._contracts.shell_output.outsiders import base7 as outsider_base7
 from seamspec.conformance._contracts.shell_output.outsiders import base8 as outsider_base8
+from seamspec.conformance._contracts.shell_output.outsiders import base9 as outsider_base9
 from seamspec.conformance._contracts.shell_output.outsiders import (
     batch1,
     batch2,
@@ -52,6 +53,7 @@ from seamspec.conformance._contracts.shell_output.outsiders import (
     batch6,
     batch7,
     batch8,
+    batch9,
 )
 from seamspec.conformance._core.runner import Finding
 
@@ -71,6 +73,8 @@ CONTROLS = (
     "outsider-base-7-trio",
     "outsider-base-8",
     "outsider-base-8-trio",
+    "outsider-base-9",
+    "outsider-base-9-trio",
 )
 
 #: Scenarios run side by side: most of a run is spent waiting for children and gates,
@@ -120,6 +124,8 @@ def _adapter(name: str) -> Adapter:
         return outsider_base7.build("trio" if name.endswith("-trio") else "asyncio")
     if name.startswith("outsider-base-8"):
         return outsider_base8.build("trio" if name.endswith("-trio") else "asyncio")
+    if name.startswith("outsider-base-9"):
+        return outsider_base9.build("trio" if name.endswith("-trio") else "asyncio")
     return mutant_adapter(name)
 
 
@@ -192,6 +198,7 @@ def test_soo_mutants_load_as_adapters() -> None:
         (batch6.MUTANTS, "outsider batch 6", 7),
         (batch7.MUTANTS, "outsider batch 7", 7),
         (batch8.MUTANTS, "outsider batch 8", 7),
+        (batch9.MUTANTS, "outsider batch 9", 7),
     ],
 )
 def test_outsider_batch_is_registered_whole(
@@ -203,7 +210,8 @@ def test_outsider_batch_is_registered_whole(
         | batch5.OutsiderMutant
         | batch6.OutsiderMutant
         | batch7.OutsiderMutant
-        | batch8.OutsiderMutant,
+        | batch8.OutsiderMutant
+        | batch9.OutsiderMutant,
     ],
     origin: str,
     size: int,
@@ -211,9 +219,17 @@ def test_outsider_batch_is_registered_whole(
     """Every variant of a batch is a mutant, under its own name, rule and statement."""
     for name, variant in batch.items():
         assert name.startswith(
-            ("out-soo-", "out-soo4-", "out-soo5-", "out-soo6-", "out-soo7-", "out-soo8-")
+            (
+                "out-soo-",
+                "out-soo4-",
+                "out-soo5-",
+                "out-soo6-",
+                "out-soo7-",
+                "out-soo8-",
+                "out-soo9-",
+            )
         )
-        unseen = {*batch4.UNSEEN, *batch8.UNSEEN} - NOW_SEEN
+        unseen = {*batch4.UNSEEN, *batch8.UNSEEN, *batch9.UNSEEN} - NOW_SEEN
         if name in unseen:
             assert name not in MUTANTS, f"{name} is listed as unseen, yet registered"
             continue

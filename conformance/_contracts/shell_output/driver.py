@@ -192,7 +192,16 @@ class _ScriptedObserver:
             outcome="raised" if raises else "returned",
         )
         if raises:
-            raise RuntimeError(behaviour["raise"])
+            raise _exception(behaviour)
+
+
+def _exception(behaviour: Mapping[str, Any]) -> Exception:
+    """What a scripted behaviour's ``raise`` raises: RuntimeError unless ``exception`` says."""
+    message = str(behaviour["raise"])
+    kind = behaviour.get("exception", "RuntimeError")
+    if kind == "UnicodeDecodeError":
+        return UnicodeDecodeError("utf-8", b"\xe2\x82", 0, 2, message)
+    return RuntimeError(message)
 
 
 class ShellOutputDriver:
@@ -224,6 +233,7 @@ class _Run:
         self.gate_dir.mkdir()
         self.alive_dir = tmp / "alive"
         self.alive_dir.mkdir()
+        self.tmp = tmp
         self.running: set[str] = set()
         self._readers: set[tuple[str, str]] = set()
         self._gates: dict[str, threading.Event] = {}
@@ -304,6 +314,14 @@ class _Run:
                     f"was cancelled",
                     context=self.tracer.tail(),
                 )
+
+    def _not_executable(self) -> Path:
+        """A program that exists but may not be executed: a script with no execute bit."""
+        program = self.tmp / "not-executable"
+        if not program.exists():
+            program.write_text("#!/bin/sh\necho never\n")
+            program.chmod(0o600)
+        return program
 
     async def _sync(self, what: str, function: Callable[[], Any]) -> Any:
         """Call the implementation's synchronous API from a worker thread, with a limit.
@@ -470,6 +488,8 @@ class _Run:
         argv = emitter_command(script)
         if body.get("missing_program"):
             argv[0] = MISSING_PROGRAM
+        if body.get("not_executable"):
+            argv[0] = str(self._not_executable())
         if body.get("refused"):
             self.refused.add(tuple(argv))
         observer = self.observers.get(body["observer"]) if "observer" in body else None

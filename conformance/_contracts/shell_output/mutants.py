@@ -34,6 +34,7 @@ from seamspec.conformance._contracts.shell_output.outsiders import (
     batch6,
     batch7,
     batch8,
+    batch9,
 )
 from seamspec.conformance._contracts.shell_output.reference_adapter import ReferenceShellOutput
 from seamspec.conformance._core.python_adapter import PythonAdapter
@@ -137,6 +138,7 @@ _BATCHES: tuple[tuple[int, ModuleType, Collection[str]], ...] = (
     (6, batch6, ()),
     (7, batch7, ()),
     (8, batch8, set(batch8.UNSEEN) - NOW_SEEN),
+    (9, batch9, batch9.UNSEEN),
 )
 
 _ALL += [

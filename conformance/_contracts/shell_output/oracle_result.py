@@ -37,7 +37,7 @@ def check_envelope(
         return []
     script = call.body.get("script", [])
     culprit = ["SOO-PANIC"] if panicked else ["SOO-FINISH-PANIC"] if finish_raised else []
-    if call.body.get("missing_program"):
+    if call.body.get("missing_program") or call.body.get("not_executable"):
         if end.get("outcome") == "returned":
             return [
                 (

@@ -796,10 +796,30 @@ impl<'a> Scenario<'a> {
         if flag("missing_program") {
             argv[0] = MISSING_PROGRAM.to_string();
         }
+        if flag("not_executable") {
+            argv[0] = self.not_executable()?;
+        }
         if flag("refused") {
             lock(&self.refused).insert(argv.clone());
         }
         Ok(argv)
+    }
+
+    /// A program that exists but may not be executed (a script with no execute bit), so
+    /// spawning it fails with EACCES: the scenario's `not_executable: true`.
+    fn not_executable(&self) -> Outcome<String> {
+        use std::os::unix::fs::PermissionsExt as _;
+        let program = self.gate_dir.with_file_name("not-executable");
+        if !program.exists() {
+            std::fs::write(&program, "#!/bin/sh\necho never\n")
+                .and_then(|()| {
+                    std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o600))
+                })
+                .map_err(|e| {
+                    DriverError::new(format!("cannot write {}: {e}", program.display()))
+                })?;
+        }
+        Ok(program.to_string_lossy().into_owned())
     }
 
     /// A `run` (wait here) or `start` (wait on a helper thread) of the kit's emitter.

@@ -133,8 +133,7 @@ def test_outsider_batch_5_shapes_are_drawn(
     need them (the strict profile counts DR-REDACT-UNCHANGED, seamspec's rule)."""
     mutant = load_adapter(f"mutant:{name}")
     try:
-        # Hypothesis mixes constants from every local module loaded into its draws, so a
-        # seed's examples move whenever the kit's code changes (a merge of new scenario
+        # A seed's examples move whenever the generator changes (a merge of new scenario
         # vocabulary once made seed 1's first 300 miss a shape its 500 held). Reach is
         # what this pins: three seeds of 300, stopping at the first that finds it.
         for seed in (1, 2, 3):

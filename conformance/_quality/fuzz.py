@@ -23,6 +23,7 @@ import yaml
 from seamspec.conformance._core.adapter import Adapter
 from seamspec.conformance._core.catalogue import Profile, catalogue
 from seamspec.conformance._core.errors import SeamspecError, Unsupported
+from seamspec.conformance._core.registry import room as contract_room
 from seamspec.conformance._core.registry import rooms
 from seamspec.conformance._core.runner import Runner
 from seamspec.conformance._core.scenario import Scenario
@@ -32,6 +33,7 @@ __all__ = [
     "FuzzFailure",
     "FuzzOutcome",
     "FuzzUnavailable",
+    "covers",
     "fuzz",
     "fuzz_contract",
     "reproduce_command",
@@ -43,6 +45,13 @@ __all__ = [
 
 class FuzzUnavailable(SeamspecError, ImportError):
     """``seamspec fuzz`` needs hypothesis: ``pip install 'seamspec[fuzz]'``."""
+
+
+def covers(contract: str) -> list[Any]:
+    """The strategies a run of ``contract`` tries once each besides its random examples
+    (room ``strategies.covers()``, if the room has one; see :func:`search`)."""
+    module = contract_room(contract).optional_module("strategies")
+    return list(module.covers()) if module is not None and hasattr(module, "covers") else []
 
 
 def strategies() -> dict[str, Any]:
@@ -176,6 +185,7 @@ def fuzz_contract(
     if seed is None:
         seed = random.SystemRandom().randrange(2**32)
     runner = Runner(adapter, timeout=timeout, profile=profile)
+    extra = covers(contract)
     main = search(
         runner,
         strategy,
@@ -185,6 +195,7 @@ def fuzz_contract(
         hunted=COUNTED,
         on_judged=on_example,
         shrink=shrink,
+        covers=extra,
     )
     outcome = FuzzOutcome(contract, seed, main.judged, stopped=main.stopped)
     note = _note(main.stopped, main.flaky, shrink)
@@ -201,6 +212,7 @@ def fuzz_contract(
         seed=seed,
         hunted=lesser,
         shrink=shrink,
+        covers=extra,
     )
     if again.found:
         note = _note(again.stopped, again.flaky, shrink)

@@ -17,14 +17,16 @@ example would error with "not run" and be shrunk into a bogus reproducer.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+import warnings
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from seamspec.conformance._core.runner import Runner, ScenarioResult
 from seamspec.conformance._core.scenario import Scenario
 
-__all__ = ["COUNTED", "LESSER", "Found", "SearchResult", "search"]
+__all__ = ["COUNTED", "LESSER", "Found", "SearchResult", "local_constants_off", "search"]
 
 #: The kinds of result that make ``seamspec run`` exit 1, and those it only reports.
 COUNTED = ("failure", "error")
@@ -106,6 +108,48 @@ def _leaves(error: BaseException) -> Iterator[BaseException]:
         yield error
 
 
+@contextmanager
+def local_constants_off() -> Iterator[bool]:
+    """Hypothesis without the constants it reads from local modules; yields whether it
+    could turn them off.
+
+    Hypothesis (since 6.131) now and then draws a constant found in the source of the
+    modules loaded at the time (not site-packages): the kit's and the implementation's
+    code. A seed's examples then change with any edit to that code and differ between a
+    run in process and one over the wire. Hypothesis has no setting for it, only its
+    private ``providers._get_local_constants``, replaced here for the run by one that finds
+    none (and the cache of permitted constants emptied before and after, so that nothing
+    drawn before leaks in). Its own constants (boundaries, odd characters) stay, fixed for a
+    hypothesis version. On a hypothesis without that function this is a no-op with a
+    ``RuntimeWarning`` (seeded runs may then move with the code), not an error: fuzzing
+    still works. ``tests/test_dr_fuzz.py`` fails if the installed hypothesis lacks it.
+    """
+    try:
+        from hypothesis.internal.conjecture import providers
+        from hypothesis.internal.constants_ast import Constants
+
+        found = providers._get_local_constants
+        cache = providers.CONSTANTS_CACHE.cache
+        empty = Constants()
+    except (ImportError, AttributeError):
+        warnings.warn(
+            "this hypothesis version has no providers._get_local_constants: seamspec fuzz "
+            "cannot turn off the constants hypothesis reads from local modules, so a "
+            "seed's examples may change with the code loaded",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+        yield False
+        return
+    cache.clear()
+    providers._get_local_constants = lambda: empty
+    try:
+        yield True
+    finally:
+        providers._get_local_constants = found
+        cache.clear()
+
+
 def search(
     runner: Runner,
     strategy: Any,
@@ -116,18 +160,48 @@ def search(
     hunted: tuple[str, ...] = COUNTED,
     on_judged: Callable[[int], None] | None = None,
     shrink: bool = True,
+    covers: Sequence[Any] = (),
 ) -> SearchResult:
     """Run up to ``examples`` generated scenarios; shrink one of each ``hunted`` kind found.
 
     With ``shrink=False`` the search stops at the first hunted example and keeps it as it
     was generated: for a caller that only needs to know the generator reaches a bug (the
     kit's own tests), at a fraction of the cost, on the same examples in the same order.
+
+    ``covers`` are strategies each run for one example (its simplest, whatever the seed)
+    after the random ones, unless those found something: shapes a run must reach that
+    random examples reach only by luck. They are part of ``examples`` (all but one at
+    most); a failure found by one is shrunk within that cover's strategy.
     """
+    outcome = SearchResult()
+    covers = list(covers)[: max(0, examples - 1)]
+    with local_constants_off():
+        plan = [(strategy, examples - len(covers)), *((cover, 1) for cover in covers)]
+        for each, count in plan:
+            if outcome.found or outcome.stopped:
+                break
+            _search(runner, each, make_scenario, outcome, examples=count, seed=seed,
+                    hunted=hunted, on_judged=on_judged, shrink=shrink)  # fmt: skip
+    return outcome
+
+
+def _search(
+    runner: Runner,
+    strategy: Any,
+    make_scenario: Callable[[dict[str, Any]], Scenario],
+    outcome: SearchResult,
+    *,
+    examples: int,
+    seed: int,
+    hunted: tuple[str, ...],
+    on_judged: Callable[[int], None] | None,
+    shrink: bool,
+) -> None:
+    """One hypothesis run of up to ``examples`` of ``strategy``, counted into ``outcome``."""
     from hypothesis import HealthCheck, Phase, Verbosity, given, reject, settings
     from hypothesis import seed as hypothesis_seed
     from hypothesis.errors import Flaky, Unsatisfiable
 
-    outcome = SearchResult()
     #: The last (so the smallest yet) failing example of each kind, should the search stop.
     latest: dict[str, Found] = {}
     adapter = runner.adapter
@@ -181,4 +255,3 @@ def search(
         outcome.flaky = isinstance(raised, Flaky)
         by_kind = {f.kind: f for f in found}
         outcome.found = [by_kind[k] for k in hunted if k in by_kind]
-    return outcome

@@ -27,13 +27,16 @@ from seamspec.conformance._contracts.dispatch_recorder.model import tamper_index
 
 __all__ = [
     "FORGERIES",
+    "GROUPS",
     "RECIPES",
     "STARTS",
     "TAMPER",
     "JournalPlan",
+    "cover_plans",
     "existing_journal",
     "journal_checks",
     "journal_plans",
+    "tampering_groups",
 ]
 
 #: Tamperings whose verdict the generator states itself; ``swap`` needs two entries.
@@ -49,9 +52,8 @@ FORGERIES = ("edit", "reencode", "forge", "splice", "append")
 #: signed without the domain prefix is listed twice: the seed-1 run over the wire of the
 #: generator that first drew outsider batch 5's shapes drew none in 500 examples, and
 #: the verifier that accepts one (``dr-journal-verify-accepts-undomained``) survived.
-#: (Count a run's own examples, not examples drawn without running them: hypothesis also
-#: draws constants found in the local modules loaded at the time, so the implementation
-#: and the kit code a run has imported change which examples a seed gives.)
+#: Count a run's own examples, not examples drawn without running them. Every run also
+#: tries one cover example per group (:data:`GROUPS`), whatever the seed.
 RECIPES = (
     "flip_byte:anywhere", "whole_last_entry", "truncate_bytes:torn",
     "delete", "swap", "duplicate",
@@ -61,6 +63,10 @@ RECIPES = (
     "splice", "append",
     "forge:no_domain",
 )  # fmt: skip
+#: The tampering groups a run must reach, whatever its seed (each is drawn by a cover
+#: example, :func:`cover_plans`): every group of :data:`RECIPES` once, and an entry
+#: appended to a journal that holds none (``append:empty``, from the ``empty`` start).
+GROUPS = (*dict.fromkeys(RECIPES), "append:empty")
 #: Within a group: the fields an edit changes (the value "edited"), the re-encodings of
 #: the same JSON, the wrong signers of a forgery.
 EDITED = ("seq", "mutation.tool_name", "mutation.tool_call_id")
@@ -148,6 +154,29 @@ journal_plans = st.builds(
     recipes=st.lists(st.sampled_from(RECIPES), min_size=1, max_size=ROUNDS),
     numbers=st.lists(st.integers(0, 2**16), min_size=JournalPlan.SIZE, max_size=JournalPlan.SIZE),
 )
+
+
+def cover_plans(group: str) -> Any:
+    """Plans that start with the tampering ``group`` (one of :data:`GROUPS`) on an untouched
+    journal the turn wrote whole into a new file (or, for ``append:empty``, left empty),
+    verified after each tampering: its simplest example (the first one hypothesis tries)
+    makes that tampering, and a ``forge:valid`` one is a journal that verifies with other
+    mutations than the recorder wrote, which a verifier that remembers what it wrote
+    misses. The other choices are drawn as in :data:`journal_plans`."""
+    first = [] if group == "append:empty" else [group]
+    return st.builds(
+        JournalPlan,
+        start=st.just("empty" if group == "append:empty" else "new"),
+        existing=st.just(0),
+        reopen=st.just(False),
+        mode=st.just("tamper"),
+        recipes=st.lists(st.sampled_from(RECIPES), max_size=ROUNDS - 1).map(
+            lambda rest: [*first, *rest] or ["append"]
+        ),
+        numbers=st.lists(
+            st.integers(0, 2**16), min_size=JournalPlan.SIZE, max_size=JournalPlan.SIZE
+        ),
+    )
 
 
 def existing_journal(plan: JournalPlan, records: int) -> dict[str, Any] | None:
@@ -298,3 +327,50 @@ def journal_checks(
         below = min(_lowest(op, entries), below)
         entries += {"delete": -1, "duplicate": 1, "append": 1}.get(next(iter(op)), 0)
     return when, then
+
+
+def _group(op: dict[str, Any], entries: int, open_end: bool) -> str:
+    """The group of :data:`GROUPS` that tampering ``op`` of a journal of ``entries`` entries
+    belongs to (``open_end``: the file no longer ends in a newline)."""
+    kind, body = next(iter(op.items()))
+    if kind == "flip_byte":
+        last_newline = body["entry"] == entries - 1 and body["offset"] == -1 and not open_end
+        return "whole_last_entry" if last_newline else "flip_byte:anywhere"
+    if kind == "truncate_bytes":
+        return "whole_last_entry" if body == 1 else "truncate_bytes:torn"
+    if kind == "append":
+        return "append" if entries else "append:empty"
+    if kind == "edit":
+        return "edit:value" if body["value"] == "edited" else "edit:seq_same_value"
+    if kind == "reencode":
+        return "reencode:json" if body["style"] in JSON_STYLES else f"reencode:{body['style']}"
+    if kind == "forge":
+        signer = body["signature"]
+        return f"forge:{signer}" if signer in ("valid", "no_domain") else "forge:other_signer"
+    return str(kind)
+
+
+def tampering_groups(document: dict[str, Any]) -> list[str]:
+    """The groups of :data:`GROUPS` of the tamperings a generated scenario makes, in order
+    (for counting what a run's examples reach; the file's entries are read from the
+    scenario: those it held first and one per record)."""
+    recorder = document["given"].get("recorder") or {}
+    existing = recorder.get("existing_journal") or {}
+    if not recorder.get("journal") or "damaged_entry" in existing:
+        return []
+    entries = int(existing.get("entries", 0)) + len(document["then"].get("records", []))
+    groups: list[str] = []
+    open_end = False
+    for step in document["when"]:
+        op = step.get("tamper_journal") if isinstance(step, dict) else None
+        if op is None:
+            continue
+        groups.append(_group(op, entries, open_end))
+        flip = op.get("flip_byte")
+        open_end = (
+            open_end
+            or "truncate_bytes" in op
+            or (flip is not None and flip["offset"] == -1 and flip["entry"] == entries - 1)
+        )
+        entries += {"delete": -1, "duplicate": 1, "append": 1}.get(next(iter(op)), 0)
+    return groups

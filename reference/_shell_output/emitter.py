@@ -50,7 +50,10 @@ process has died (it was re-parented), so that an interrupted kit leaves no proc
 polling forever. A ``grandchild`` watches the gate folder only: outliving the emitter
 is what it is for. A detached grandchild also ends when its gate folder is gone, and it
 writes its process ID to the alive file before it leaves the group, so the kit can always
-kill it at the end of a scenario (``evidence.kill_survivors``).
+kill it at the end of a scenario (``evidence.kill_survivors``). Once out of the group it
+lets go of the alive file's lock and holds one on ``FILE.detached`` instead (writing its
+process ID there too), so FILE's lock says whether a process of the command's *group* is
+left, which is what a time limit must end, whatever the detached grandchild still does.
 """
 
 from __future__ import annotations
@@ -67,6 +70,7 @@ from typing import Any
 
 __all__ = [
     "PATTERN",
+    "detached_alive",
     "detached_grandchildren",
     "expected_output",
     "flood_bytes",
@@ -175,6 +179,8 @@ def orphaned_output(steps: list[dict[str, Any]]) -> dict[str, bytes]:
 
 #: The alive file's descriptor (see the module's docstring), once the lock is held.
 _alive: list[int] = []
+#: The alive file's path, as the script gave it.
+_alive_path: list[str] = []
 
 
 def _hold_alive_lock(path: str) -> None:
@@ -224,6 +230,7 @@ def _fork_detached(gates: Path, step: dict[str, Any]) -> None:
             os.close(ready_read)
             _note_pid()
             os.setsid()
+            _own_alive_lock()
             os.write(ready_write, b"x")
             os.close(ready_write)
             _detached(gates, parent, step)
@@ -232,6 +239,26 @@ def _fork_detached(gates: Path, step: dict[str, Any]) -> None:
     os.close(ready_write)
     os.read(ready_read, 1)
     os.close(ready_read)
+
+
+def detached_alive(path: str | os.PathLike[str]) -> str:
+    """The alive file of an invocation's detached grandchildren (next to its own)."""
+    return f"{os.fspath(path)}.detached"
+
+
+def _own_alive_lock() -> None:
+    """Out of the group, out of the group's alive file: hold the detached one instead.
+
+    The invocation's alive file then says whether a process of its *group* is left (what
+    a time limit must end), and ``FILE.detached`` whether a detached grandchild is; the
+    inherited descriptor is closed (never unlocked: that would drop the group's lock).
+    """
+    if not _alive_path:
+        return
+    for fd in _alive:
+        os.close(fd)
+    _alive.clear()
+    _hold_alive_lock(detached_alive(_alive_path[0]))
 
 
 def _detached(gates: Path, parent: int, step: dict[str, Any]) -> None:
@@ -266,7 +293,8 @@ def _run(script: dict[str, Any]) -> int:
     gates = Path(script.get("gates", "."))
     parent = os.getppid()
     if script.get("alive"):
-        _hold_alive_lock(str(script["alive"]))
+        _alive_path.append(str(script["alive"]))
+        _hold_alive_lock(_alive_path[0])
     reached = Path(script["reached"]) if script.get("reached") else None
     for step in script["steps"]:
         if "wait" in step:

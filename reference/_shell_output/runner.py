@@ -45,8 +45,14 @@ __all__ = ["CommandFailed", "CommandRefused", "ShellResult", "ShellRunner"]
 
 #: Default output cap per stream (upstream's safe shell uses the same).
 DEFAULT_OUTPUT_CAP = 1024 * 1024
-#: How long a timed-out invocation waits for its killed process group's pipes to close.
+#: How long a timed-out invocation waits for its killed process group to be gone.
 KILL_GRACE = 5.0
+#: Then how long it waits for end of file on the pipes: the group is gone, so only a
+#: process that left it can still hold them, and the call does not wait for that one
+#: (SOO-TIMEOUT: it returns at its limit, as upstream's outer timeout does).
+PIPE_GRACE = 0.1
+#: How often a timed-out invocation looks whether its killed group is gone.
+GROUP_POLL = 0.005
 #: Pipe buffer asked for (Linux; the default is 64 KiB). Bigger buffers mean fewer,
 #: larger chunks: less locking and fewer thread wake-ups per byte.
 PIPE_SIZE = 1024 * 1024
@@ -190,6 +196,17 @@ def kill_group(process: subprocess.Popen[bytes]) -> None:
         os.killpg(process.pid, signal.SIGKILL)
 
 
+def group_alive(process: subprocess.Popen[bytes]) -> bool:
+    """Whether any process of the child's process group is left (a zombie counts)."""
+    try:
+        os.killpg(process.pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 class ShellRunner:
     """Runs commands as child processes; one runner serves any number of invocations.
 
@@ -266,8 +283,8 @@ class ShellRunner:
                 timed_out = True
                 self._on_timeout(session)
                 self._kill(process)
-                with anyio.CancelScope(shield=True), anyio.move_on_after(KILL_GRACE):
-                    await done.wait()
+                with anyio.CancelScope(shield=True):
+                    await self._after_kill(process, done)
         except BaseException:
             # Cancelled by the caller (or interrupted): observation ends now; the waiter
             # thread reaps the killed child and closes everything on its own.
@@ -341,6 +358,23 @@ class ShellRunner:
     def _kill(self, process: subprocess.Popen[bytes]) -> None:
         """End the command: its whole process group, grandchildren included (SOO-TIMEOUT-GROUP)."""
         kill_group(process)
+
+    @staticmethod
+    async def _after_kill(process: subprocess.Popen[bytes], done: _Completion) -> None:
+        """After a time limit's kill: wait for the group, then only briefly for the pipes.
+
+        The killed group is gone in milliseconds, and what it wrote is then in the pipes,
+        which close at once unless a process outside the group holds them. Waiting for
+        their end of file as long as for the group would make such a process decide when
+        the call returns; the readers go on without the caller and end on their own.
+        """
+        with anyio.move_on_after(KILL_GRACE):
+            while group_alive(process):
+                with anyio.move_on_after(GROUP_POLL):
+                    await done.wait()
+                    return
+        with anyio.move_on_after(PIPE_GRACE):
+            await done.wait()
 
     def _on_spawn_error(self, session: ObservationSession | None) -> None:
         """Observation began but the command could not start: no ``on_finish``."""

@@ -283,8 +283,8 @@ class _Run:
         finally:
             self._release_all()
             for left in self.alive_dir.iterdir():
-                if left.is_file():
-                    evidence.kill_survivors(left)
+                if left.is_file() and not left.name.endswith(".detached"):
+                    evidence.kill_survivors(left)  # and its detached grandchildren
         idle = await anyio.to_thread.run_sync(self.shell.wait_idle, WAIT_LIMIT)
         self.tracer.emit("idle", ok=bool(idle))
         return self.tracer.events

@@ -14,7 +14,9 @@ and a file lock, for implementations that run in the kit's process:
   hold a shared ``flock`` on the invocation's *alive file* for as long as they live (see
   the emitter). When the kit can take the lock exclusively, no process of the invocation
   is left; after a time limit fired, one that is still there outlived it
-  (SOO-TIMEOUT-GROUP).
+  (SOO-TIMEOUT-GROUP). A detached grandchild (one that left the process group, which no
+  group kill can reach) lets go of that lock and holds one on ``FILE.detached`` instead,
+  so the group check never counts it; the kit still kills it at the end of the scenario.
 
 Where ``/proc`` is missing, the reader probe finds nothing; that costs evidence, never a
 false finding.
@@ -28,6 +30,8 @@ import os
 import platform
 import signal
 from pathlib import Path
+
+from seamspec.reference._shell_output.emitter import detached_alive
 
 __all__ = ["alive", "kill_survivors", "pipe_readers"]
 
@@ -66,17 +70,18 @@ def kill_survivors(path: Path) -> None:
     Only processes whose command line names this alive file are touched, so a reused
     process ID is never hit. The emitter leads its process group when the implementation
     started it that way; grandchildren are found as the emitter's group and by their own
-    entries.
+    entries, a detached one by its entry in ``FILE.detached`` (and its own new group).
     """
-    if not alive(path):
-        return
     marker = str(path).encode()
-    for pid in _pids(path):
-        with contextlib.suppress(OSError):
-            if marker in Path(f"/proc/{pid}/cmdline").read_bytes():
-                with contextlib.suppress(OSError):
-                    os.killpg(pid, signal.SIGKILL)
-                os.kill(pid, signal.SIGKILL)
+    for held in (path, Path(detached_alive(path))):
+        if not alive(held):
+            continue
+        for pid in _pids(held):
+            with contextlib.suppress(OSError):
+                if marker in Path(f"/proc/{pid}/cmdline").read_bytes():
+                    with contextlib.suppress(OSError):
+                        os.killpg(pid, signal.SIGKILL)
+                    os.kill(pid, signal.SIGKILL)
 
 
 def _inode(link: str) -> str | None:

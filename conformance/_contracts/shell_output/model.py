@@ -121,24 +121,26 @@ def _lint_detached(
     cancelled: set[str],
     later: list[dict[str, Any]],
 ) -> list[tuple[tuple[str | int, ...], str]]:
-    """A detached grandchild only where upstream's behaviour is clear: a cancelled call.
+    """A detached grandchild only where upstream's behaviour is clear: a bounded call.
 
-    It leaves the process group, so no group kill ends it. Upstream's time limit kills
-    the stages' groups and then joins the pipe readers, which such a grandchild keeps
-    open (shell_tool.rs:1837-1859); what a runner owes then is not upstream's to say. A
-    cancellation drops the output guard at once, whatever the processes do
-    (output_observer.rs:138-145).
+    It leaves the process group, so no group kill ends it, and it holds the pipes until
+    its gate. A cancellation drops the output guard at once, whatever the processes do
+    (output_observer.rs:138-145). A time limit does the same: the outer timeout bounds
+    when invoke returns, whatever the detached worker still waits for, and drops the
+    guard when it elapses (shell_tool.rs:917-925, 948-961); the worker kills and reaps
+    the stages' groups on its own. A call with neither would wait for the gate, which
+    the scenario releases only after the call's step, so it may not start one.
     """
     problems: list[tuple[tuple[str | int, ...], str]] = []
     detached = detached_grandchildren(body.get("script", []))
     if not detached:
         return problems
-    if time_limit(given, body) is not None or body["id"] not in cancelled:
+    if time_limit(given, body) is None and body["id"] not in cancelled:
         problems.append(
             (
                 at,
-                "a detached grandchild leaves the process group, so no time limit's group "
-                "kill ends it: only a call the scenario cancels, with no time limit, may "
+                "a detached grandchild leaves the process group and holds the pipes until "
+                "its gate: only a call with a time limit, or one the scenario cancels, may "
                 "start one",
             )
         )

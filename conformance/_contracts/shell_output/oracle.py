@@ -13,6 +13,7 @@ from typing import Any
 
 from seamspec.conformance._contracts.shell_output.history import STREAMS, Call, History
 from seamspec.conformance._contracts.shell_output.model import (
+    detached_grandchildren,
     expected_exit,
     expected_output,
     has_finish,
@@ -168,6 +169,15 @@ class _Oracle(History):
         if after_finish_panic:
             self.flag("SOO-FINISH", f"{name}: {after_finish_panic} called after on_finish")
         stop = self.stop_point(call)
+        if (
+            stop is None
+            and call.cancel_at is None
+            and time_limit(self.given, call.body) is not None
+            and not self.completed(call)
+        ):
+            # The kit gave up on a timed call that was never cancelled: whatever a detached
+            # grandchild wrote once the child was gone came after the limit fired.
+            self.check_orphaned(name, call, delivered, "SOO-TIMEOUT")
         if stop is not None:
             rule, at, why = stop
             if finishes:
@@ -179,8 +189,8 @@ class _Oracle(History):
                         "a grandchild held the pipes open until the time limit ended it, and "
                         "completion is end of file on both pipes, not the child's exit",
                     )
-            if rule == "SOO-CANCEL":
-                self.check_orphaned(name, call, delivered)
+            if rule in ("SOO-CANCEL", "SOO-TIMEOUT"):
+                self.check_orphaned(name, call, delivered, rule)
             busy = self.in_flight(at + 1) & {call.invocation} if call.invocation else set()
             began = [e["hook"] for i, e in events if i > at and e["type"] == "callback_enter"]
             if len(began) > (0 if busy else 1):
@@ -204,28 +214,30 @@ class _Oracle(History):
             )
         self.check_waits(name, call)
 
-    def check_orphaned(self, name: str, call: Call, delivered: dict[str, bytes]) -> None:
-        """Output a detached grandchild wrote after the cancellation must never be delivered.
+    def check_orphaned(self, name: str, call: Call, delivered: dict[str, bytes], rule: str) -> None:
+        """Output a detached grandchild wrote after the invocation ended must never be delivered.
 
         Its ``orphaned`` steps are written once the emitter is gone; in a script that never
         exits by itself, that is once the runner has killed it, which a runner does only
-        after the caller cancelled. By then chunks are no longer accepted (SOO-CANCEL: at
-        once, before the runner ends or waits for the command's processes; upstream drops
-        the output guard before anything is done about the child).
+        after the caller cancelled or the time limit fired. By then chunks are no longer
+        accepted (SOO-CANCEL, SOO-TIMEOUT: at once, before the runner ends or waits for the
+        command's processes; upstream drops the output guard before anything is done about
+        the child, shell_tool.rs:948-952).
         """
         script = call.body.get("script", [])
         if expected_exit(script) is not None:
             return
         late = orphaned_output(script)
         everything = expected_output(script)
+        after = "the cancellation" if rule == "SOO-CANCEL" else "the time limit fired"
         for s in STREAMS:
             own = len(everything[s]) - len(late[s])
             if late[s] and len(delivered[s]) > own:
                 self.flag(
-                    "SOO-CANCEL",
+                    rule,
                     f"{name}: {s} delivered {delivered[s][own:]!r}, which a detached grandchild "
-                    "wrote only after the child was killed, after the cancellation: chunks must "
-                    "stop being accepted at once, before the runner ends the command's processes",
+                    f"wrote only after the child was killed, after {after}: chunks must stop "
+                    "being accepted at once, before the runner ends the command's processes",
                 )
 
     def check_result(
@@ -390,7 +402,14 @@ class _Oracle(History):
             if call.cancel_at is not None and call.cancel_at < i:
                 self.flag("SOO-CANCEL", f"{name}: the cancelled invocation did not end")
             limited = time_limit(self.given, call.body) is not None
-            if limited and has_grandchild(call.body.get("script", [])):
+            script = call.body.get("script", [])
+            if limited and detached_grandchildren(script):
+                self.flag(
+                    "SOO-TIMEOUT",
+                    f"{name}: the time limit did not end the invocation, whose child left a "
+                    "grandchild outside its process group holding the pipes",
+                )
+            elif limited and has_grandchild(script):
                 self.flag(
                     "SOO-TIMEOUT-GROUP",
                     f"{name}: the time limit did not end the invocation, whose child "

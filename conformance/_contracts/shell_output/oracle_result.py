@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from seamspec.conformance._contracts.shell_output.history import STREAMS, Call, History
 from seamspec.conformance._contracts.shell_output.model import (
+    detached_grandchildren,
     expected_exit,
     expected_output,
     has_grandchild,
@@ -161,6 +162,12 @@ def _run_bound_rule(history: History, call: Call) -> tuple[str, str]:
             return (
                 "SOO-NO-STALL",
                 "past its bound although a blocked observer may not delay a time limit",
+            )
+        if detached_grandchildren(call.body.get("script", [])):
+            return (
+                "SOO-TIMEOUT",
+                "past its bound: the call returns at its limit, whatever a process outside "
+                "the command's group still does with the pipes",
             )
         if has_grandchild(call.body.get("script", [])):
             return (

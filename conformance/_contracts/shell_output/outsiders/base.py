@@ -31,6 +31,7 @@ from typing import Any
 import anyio
 
 from seamspec.conformance._contracts.shell_output.driver import ShellOutputDriver
+from seamspec.conformance._contracts.shell_output.outsiders.at_limit import wait_after_kill
 from seamspec.conformance._core.python_adapter import PythonAdapter
 
 log = logging.getLogger("outsider.soo")
@@ -389,6 +390,10 @@ class ShellRunner:
     async def _wait_event(self, event: threading.Event, limit: float | None = None) -> bool:
         return await anyio.to_thread.run_sync(event.wait, limit, abandon_on_cancel=True)
 
+    async def _after_limit_kill(self, inv: _Invocation) -> None:
+        """The kit's fix: return once the killed group is gone, not at end of file."""
+        await wait_after_kill(inv.proc, inv.pipes_closed.is_set)
+
     def _stop(self, inv: _Invocation) -> None:
         """Cancellation or time limit: stop observing at once, kill the process group."""
         if inv.session is not None:
@@ -427,7 +432,7 @@ class ShellRunner:
             raise
         if timed_out:
             self._stop(inv)
-            await self._wait_event(inv.pipes_closed, PIPE_CLOSE_LIMIT)
+            await self._after_limit_kill(inv)
             return inv.result(timed_out=True)
         if session is not None:
             session.finish()
@@ -489,3 +494,18 @@ def make_adapter(
 def build(backend: str = "asyncio") -> PythonAdapter:
     """The outsider's base as an adapter (the control of the batch)."""
     return make_adapter("soo-outsider-base", backend=backend)
+
+
+# --- the base as written, before the kit's fix (see the docstring) -----------------------
+
+
+class WaitsForPipesRunner(ShellRunner):
+    """After the time limit's group kill, waits up to 5 s for end of file on the pipes."""
+
+    async def _after_limit_kill(self, inv: _Invocation) -> None:
+        await self._wait_event(inv.pipes_closed, PIPE_CLOSE_LIMIT)
+
+
+def waits_for_pipes() -> Implementation:
+    """The base as written (the mutant ``out-soo-base1-timeout-waits-for-pipes``)."""
+    return Implementation(WaitsForPipesRunner)

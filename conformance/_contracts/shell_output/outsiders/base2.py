@@ -37,6 +37,7 @@ from typing import Any
 import anyio
 
 from seamspec.conformance._contracts.shell_output.driver import ShellOutputDriver
+from seamspec.conformance._contracts.shell_output.outsiders.at_limit import wait_after_kill
 from seamspec.conformance._core.python_adapter import PythonAdapter
 
 log = logging.getLogger("fresh_soo.shell")
@@ -351,6 +352,12 @@ class Shell:
         proc.wait()
         done.set()
 
+    async def _after_limit_kill(
+        self, proc: subprocess.Popen[bytes], drains: list[threading.Thread]
+    ) -> None:
+        """The kit's fix: return once the killed group is gone, not at end of file."""
+        await wait_after_kill(proc, lambda: not any(d.is_alive() for d in drains))
+
     def _timed_out_result(self, out: _Capture, err: _Capture) -> ShellResult:
         return ShellResult(
             exit_code=None,
@@ -446,9 +453,7 @@ class Shell:
             if session is not None:
                 session.cancel()
             self._end_group_on_timeout(proc)
-            grace = time.monotonic() + PIPE_GRACE
-            while any(d.is_alive() for d in drains) and time.monotonic() < grace:
-                await anyio.sleep(0.005)
+            await self._after_limit_kill(proc, drains)
             return self._timed_out_result(out, err)
 
         return ShellResult(
@@ -497,3 +502,22 @@ def build(backend: str = "asyncio") -> PythonAdapter:
         drivers=[ShellOutputDriver(Implementation())],
         backend=backend,
     )
+
+
+# --- the base as written, before the kit's fix (see the docstring) -----------------------
+
+
+class WaitsForPipesShell(Shell):
+    """After the time limit's group kill, waits up to 2 s for end of file on the pipes."""
+
+    async def _after_limit_kill(
+        self, proc: subprocess.Popen[bytes], drains: list[threading.Thread]
+    ) -> None:
+        grace = time.monotonic() + PIPE_GRACE
+        while any(d.is_alive() for d in drains) and time.monotonic() < grace:
+            await anyio.sleep(0.005)
+
+
+def waits_for_pipes() -> Implementation:
+    """The base as written (the mutant ``out-soo-base2-timeout-waits-for-pipes``)."""
+    return Implementation(WaitsForPipesShell)

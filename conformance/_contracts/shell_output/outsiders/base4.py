@@ -38,6 +38,7 @@ from typing import Any
 import anyio
 
 from seamspec.conformance._contracts.shell_output.driver import ShellOutputDriver
+from seamspec.conformance._contracts.shell_output.outsiders.at_limit import wait_after_kill
 from seamspec.conformance._core.python_adapter import PythonAdapter
 
 log = logging.getLogger("b4soo4.shell")
@@ -458,6 +459,10 @@ class CommandShell:
             bufsize=0,
         )
 
+    async def _after_limit_kill(self, inv: _Invocation) -> None:
+        """The kit's fix: return once the killed group is gone, not at end of file."""
+        await wait_after_kill(inv.proc, inv.done.is_set)
+
     async def _wait_done(self, inv: _Invocation) -> None:
         while not inv.done.is_set():
             await anyio.wait_readable(inv.wake_r)
@@ -507,8 +512,7 @@ class CommandShell:
                 if scope.cancelled_caught and not inv.done.is_set():
                     timed_out = True
                     inv.stop()
-                    with anyio.move_on_after(KILL_GRACE):
-                        await self._wait_done(inv)
+                    await self._after_limit_kill(inv)
         except BaseException:
             self._caller_gone(inv)
             raise
@@ -555,3 +559,23 @@ def build(backend: str = "asyncio", impl: B4Impl | None = None) -> PythonAdapter
         backend=backend,
         concurrent=True,
     )
+
+
+# --- the base as written, before the kit's fix (see the docstring) -----------------------
+
+
+class WaitsForPipesShell(CommandShell):
+    """After the time limit's group kill, waits up to 5 s for end of file on the pipes."""
+
+    async def _after_limit_kill(self, inv: _Invocation) -> None:
+        with anyio.move_on_after(KILL_GRACE):
+            await self._wait_done(inv)
+
+
+class WaitsForPipesImpl(B4Impl):
+    shell_class: type[CommandShell] = WaitsForPipesShell
+
+
+def waits_for_pipes() -> B4Impl:
+    """The base as written (the mutant ``out-soo-base4-timeout-waits-for-pipes``)."""
+    return WaitsForPipesImpl()

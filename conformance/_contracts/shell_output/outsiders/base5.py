@@ -43,6 +43,7 @@ from typing import Any
 import anyio
 
 from seamspec.conformance._contracts.shell_output.driver import ShellOutputDriver
+from seamspec.conformance._contracts.shell_output.outsiders.at_limit import wait_after_kill
 from seamspec.conformance._core.python_adapter import PythonAdapter
 
 log = logging.getLogger("b5soo")
@@ -393,6 +394,10 @@ class Shell:
         stderr, err_t = err.snapshot()
         return Result(proc.returncode, stdout, stderr, out_t, err_t, False)
 
+    async def _after_limit_kill(self, proc: subprocess.Popen[bytes], done: threading.Event) -> None:
+        """The kit's fix: return once the killed group is gone, not at end of file."""
+        await wait_after_kill(proc, done.is_set)
+
     async def _timed_out(
         self,
         proc: subprocess.Popen[bytes],
@@ -404,9 +409,7 @@ class Shell:
         if session is not None:
             session.cancel()
         self._kill_group(proc)
-        limit = time.monotonic() + KILL_GRACE
-        while not done.is_set() and time.monotonic() < limit:
-            await anyio.sleep(POLL)
+        await self._after_limit_kill(proc, done)
         stdout, out_t = out.snapshot()
         stderr, err_t = err.snapshot()
         return Result(None, stdout, stderr, out_t, err_t, True)
@@ -444,3 +447,22 @@ def build(
         backend=backend,
         concurrent=True,
     )
+
+
+# --- the base as written, before the kit's fix (see the docstring) -----------------------
+
+
+class WaitsForPipesShell(Shell):
+    """After the time limit's group kill, waits up to 2 s for end of file on the pipes."""
+
+    async def _after_limit_kill(self, proc: subprocess.Popen[bytes], done: threading.Event) -> None:
+        limit = time.monotonic() + KILL_GRACE
+        while not done.is_set() and time.monotonic() < limit:
+            await anyio.sleep(POLL)
+
+
+def waits_for_pipes() -> Implementation:
+    """The base as written (the mutant ``out-soo-base5-timeout-waits-for-pipes``)."""
+    impl = Implementation()
+    impl.shell_class = WaitsForPipesShell
+    return impl

@@ -40,6 +40,7 @@ from typing import Any
 import anyio
 
 from seamspec.conformance._contracts.shell_output.driver import ShellOutputDriver
+from seamspec.conformance._contracts.shell_output.outsiders.at_limit import wait_after_kill
 from seamspec.conformance._core.python_adapter import PythonAdapter
 
 log = logging.getLogger("b6soo.shell")
@@ -348,6 +349,10 @@ class Shell:
 
     # -- IDs and sessions --------------------------------------------------------------
 
+    async def _after_limit_kill(self, call: _Call) -> None:
+        """The kit's fix: return once the killed group is gone, not at end of file."""
+        await wait_after_kill(call.proc, call.done.is_set)
+
     def _take_id(self) -> int:
         with self._lock:
             ident = self._next_id
@@ -452,10 +457,8 @@ class Shell:
         if session is not None:
             session.cancel()
         call.kill()
-        limit = time.monotonic() + KILL_WAIT
         try:
-            while not call.done.is_set() and time.monotonic() < limit:
-                await anyio.sleep(POLL)
+            await self._after_limit_kill(call)
         except BaseException:
             call.kill()
             raise
@@ -497,3 +500,22 @@ def build(
         backend=backend,
         concurrent=True,
     )
+
+
+# --- the base as written, before the kit's fix (see the docstring) -----------------------
+
+
+class WaitsForPipesShell(Shell):
+    """After the time limit's group kill, waits up to 5 s for end of file on the pipes."""
+
+    async def _after_limit_kill(self, call: _Call) -> None:
+        limit = time.monotonic() + KILL_WAIT
+        while not call.done.is_set() and time.monotonic() < limit:
+            await anyio.sleep(POLL)
+
+
+def waits_for_pipes() -> Implementation:
+    """The base as written (the mutant ``out-soo-base6-timeout-waits-for-pipes``)."""
+    impl = Implementation()
+    impl.shell_class = WaitsForPipesShell
+    return impl

@@ -33,6 +33,7 @@ from typing import Any
 import anyio
 
 from seamspec.conformance._contracts.shell_output.driver import ShellOutputDriver
+from seamspec.conformance._contracts.shell_output.outsiders.at_limit import wait_after_kill
 from seamspec.conformance._core.python_adapter import PythonAdapter
 
 ACTIVE, FINISHED, CANCELLED = "ACTIVE", "FINISHED", "CANCELLED"
@@ -281,6 +282,10 @@ class Shell:
                 await anyio.sleep(0.005)
         return not call.done.is_set() and scope.cancel_called
 
+    async def _after_limit_kill(self, proc: subprocess.Popen[bytes], call: Call) -> None:
+        """The kit's fix: return once the killed group is gone, not at end of file."""
+        await wait_after_kill(proc, call.done.is_set)
+
     @staticmethod
     def _kill_group(proc: subprocess.Popen[bytes]) -> None:
         try:  # noqa: SIM105 (kept as the outsider wrote it)
@@ -351,9 +356,7 @@ class Shell:
             if session is not None:
                 session.cancel()
             self._kill_group(proc)
-            with anyio.move_on_after(5.0):
-                while not call.done.is_set():
-                    await anyio.sleep(0.005)
+            await self._after_limit_kill(proc, call)
             return Result(
                 None, bytes(out.data), bytes(err.data), out.truncated, err.truncated, True
             )
@@ -410,3 +413,22 @@ def build(
         backend=backend,
         concurrent=True,
     )
+
+
+# --- the base as written, before the kit's fix (see the docstring) -----------------------
+
+
+class WaitsForPipesShell(Shell):
+    """After the time limit's group kill, waits up to 5 s for end of file on the pipes."""
+
+    async def _after_limit_kill(self, proc: subprocess.Popen[bytes], call: Call) -> None:
+        with anyio.move_on_after(5.0):
+            while not call.done.is_set():
+                await anyio.sleep(0.005)
+
+
+def waits_for_pipes() -> Implementation:
+    """The base as written (the mutant ``out-soo-base7-timeout-waits-for-pipes``)."""
+    impl = Implementation()
+    impl.shell_class = WaitsForPipesShell
+    return impl

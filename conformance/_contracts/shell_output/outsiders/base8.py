@@ -35,6 +35,7 @@ from typing import Any
 import anyio
 
 from seamspec.conformance._contracts.shell_output.driver import ShellOutputDriver
+from seamspec.conformance._contracts.shell_output.outsiders.at_limit import wait_after_kill
 from seamspec.conformance._core.python_adapter import PythonAdapter
 
 log = logging.getLogger("b8soo")
@@ -276,6 +277,10 @@ class ShellRunner:
         except (ProcessLookupError, PermissionError):
             pass
 
+    async def _after_limit_kill(self, proc: subprocess.Popen[bytes], done: threading.Event) -> None:
+        """The kit's fix: return once the killed group is gone, not at end of file."""
+        await wait_after_kill(proc, done.is_set)
+
     @staticmethod
     async def _wait(done: threading.Event) -> None:
         while not done.is_set():
@@ -355,8 +360,7 @@ class ShellRunner:
             if session is not None:
                 session.cancel()
             self._kill(proc)
-            with anyio.move_on_after(KILL_WAIT):
-                await self._wait(done)
+            await self._after_limit_kill(proc, done)
             exit_code = None
         else:
             exit_code = proc.returncode
@@ -410,3 +414,21 @@ def build(
     ``adapter``; the backend became a parameter of both, for the kit's meta-test.)
     """
     return make_adapter(impl, name=name, backend=backend)
+
+
+# --- the base as written, before the kit's fix (see the docstring) -----------------------
+
+
+class WaitsForPipesRunner(ShellRunner):
+    """After the time limit's group kill, waits up to 5 s for end of file on the pipes."""
+
+    async def _after_limit_kill(self, proc: subprocess.Popen[bytes], done: threading.Event) -> None:
+        with anyio.move_on_after(KILL_WAIT):
+            await self._wait(done)
+
+
+def waits_for_pipes() -> Implementation:
+    """The base as written (the mutant ``out-soo-base8-timeout-waits-for-pipes``)."""
+    impl = Implementation()
+    impl.runner_class = WaitsForPipesRunner
+    return impl

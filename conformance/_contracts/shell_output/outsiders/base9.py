@@ -36,6 +36,7 @@ from typing import Any
 import anyio
 
 from seamspec.conformance._contracts.shell_output.driver import ShellOutputDriver
+from seamspec.conformance._contracts.shell_output.outsiders.at_limit import wait_after_kill
 from seamspec.conformance._core.python_adapter import PythonAdapter
 
 log = logging.getLogger("b9soo.shell")
@@ -420,7 +421,7 @@ class Shell:
         if session is not None:
             session.cancel()
         self._kill_group(proc)
-        await self._wait_reaped(reaped)
+        await wait_after_kill(proc, reaped.is_set)  # the kit's fix: not the pipes' end of file
 
     def _result(
         self, exit_code: int | None, out: _Capture, err: _Capture, timed_out: bool
@@ -492,3 +493,25 @@ def adapter() -> PythonAdapter:
 def adapter_trio() -> PythonAdapter:
     """The base on trio (the outsider's ``adapter_trio``)."""
     return build("trio", name="soo-outsider-base-9-trio")
+
+
+# --- the base as written, before the kit's fix (see the docstring) -----------------------
+
+
+class WaitsForPipesShell(Shell):
+    """After the time limit's group kill, waits up to 5 s for end of file on the pipes."""
+
+    async def _time_limit(
+        self, proc: subprocess.Popen[bytes], session: Session | None, reaped: threading.Event
+    ) -> None:
+        if session is not None:
+            session.cancel()
+        self._kill_group(proc)
+        await self._wait_reaped(reaped)
+
+
+def waits_for_pipes() -> Impl:
+    """The base as written (the mutant ``out-soo-base9-timeout-waits-for-pipes``)."""
+    impl = Impl()
+    impl.shell_class = WaitsForPipesShell
+    return impl

@@ -15,6 +15,7 @@ from seamspec.conformance._contracts.shell_output import evidence
 from seamspec.conformance._contracts.shell_output.driver import ShellOutputDriver, emitter_command
 from seamspec.conformance._contracts.shell_output.reference_adapter import ReferenceShellOutput
 from seamspec.reference._shell_output import emitter as _emitter
+from seamspec.reference._shell_output.emitter import detached_alive
 
 
 class ProcessesOnly(ReferenceShellOutput):
@@ -73,11 +74,15 @@ def test_a_detached_grandchild_outlives_a_group_kill_and_writes_once_orphaned(
     os.killpg(child.pid, signal.SIGKILL)
     child.wait(5)
     assert child.stdout.read(5) == b"late\n"  # written only once the emitter was gone
-    assert evidence.alive(alive)  # and it still holds the pipes
+    # and it still holds the pipes, but not the group's alive file: that one says the
+    # killed group is gone (what a time limit must end); its own says it is not
+    assert not evidence.alive(alive)
+    assert evidence.alive(Path(detached_alive(alive)))
+    assert _pids(Path(detached_alive(alive))) == [grandchild]
     (gates / "free").touch()
     assert child.stdout.read() == b""  # its gate released: it exits, end of file
     deadline = time.monotonic() + 5
-    while evidence.alive(alive):
+    while evidence.alive(Path(detached_alive(alive))):
         assert time.monotonic() < deadline, "the detached grandchild did not end at its gate"
         time.sleep(0.01)
 
@@ -87,11 +92,11 @@ def test_the_kit_kills_a_detached_grandchild_whose_gate_never_opens(tmp_path: Pa
     assert child.stdout is not None
     os.killpg(child.pid, signal.SIGKILL)
     child.wait(5)
-    assert evidence.alive(alive)
+    assert evidence.alive(Path(detached_alive(alive)))
     evidence.kill_survivors(alive)
     assert child.stdout.read() == b""  # the grandchild is gone, and the pipe with it
     deadline = time.monotonic() + 5
-    while evidence.alive(alive):
+    while evidence.alive(Path(detached_alive(alive))):
         assert time.monotonic() < deadline, "kill_survivors left the detached grandchild"
         time.sleep(0.01)
 

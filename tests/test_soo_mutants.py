@@ -238,6 +238,15 @@ def test_outsider_batch_is_registered_whole(
         assert mutant.origin == origin
     assert len(batch) == size
     assert set(MUTANTS) >= NOW_SEEN, "a variant no longer unseen must be registered"
+    assert "out-soo9-timeout-kill-drain-then-cancel" in NOW_SEEN
+
+
+@pytest.mark.parametrize("number", [1, 2, 4, 5, 6, 7, 8, 9])
+def test_each_base_as_written_is_a_mutant(number: int) -> None:
+    """Every base waited for the pipes after a time limit: the kit fixed it, the bug stays."""
+    mutant = MUTANTS[f"out-soo-base{number}-timeout-waits-for-pipes"]
+    assert (mutant.rule, mutant.origin) == ("SOO-TIMEOUT", f"outsider batch {number}")
+    assert mutant.outsider is not None
     assert load_adapter("mutant:out-soo-late-chunk-after-finish").info().details["origin"] == (
         "outsider batch 1"
     )

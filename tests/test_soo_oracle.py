@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from seamspec.conformance import load_scenarios
 from seamspec.conformance._contracts.shell_output.oracle import check
 
@@ -212,3 +214,50 @@ def test_output_a_detached_grandchild_wrote_after_the_kill_is_soo_cancel() -> No
         "at once, before the runner ends the command's processes"
     ]
     assert check(request, {}, _cancelled_with(("stdout", "one"))) == []
+
+
+def _timed_out_with(*chunks: tuple[str, str], returned: bool = True) -> list[dict[str, Any]]:
+    """A run ``a`` whose observer got ``chunks`` and which then timed out (or, with
+    ``returned=False``, which the kit had to give up on)."""
+    trace: list[dict[str, Any]] = [
+        {"type": "thread", "role": "caller", "invocation": None, "thread": "t1"},
+        {"type": "run_start", "call": "a"},
+        {"type": "invocation", "call": "a", "invocation": 1},
+    ]
+    for stream, text in chunks:
+        common = {"observer": "pane", "hook": "on_output", "invocation": 1, "thread": "t2"}
+        trace.append(
+            {"type": "callback_enter", **common, "stream": stream, "hex": text.encode().hex()}
+        )
+        trace.append({"type": "callback_exit", **common, "outcome": "returned"})
+    if returned:
+        result = {"timed_out": True, "exit_code": None, "stdout_hex": b"one".hex()}
+        trace.append(
+            {
+                "type": "run_end",
+                "call": "a",
+                "outcome": "returned",
+                "elapsed": 2.01,
+                "result": result,
+            }
+        )
+    else:
+        trace.append({"type": "kit_timeout", "call": "a", "waiting": "join"})
+        trace.append({"type": "run_end", "call": "a", "outcome": "cancelled", "elapsed": 9.0})
+    trace.append({"type": "idle", "ok": True})
+    return trace
+
+
+@pytest.mark.parametrize("returned", [True, False], ids=["timed-out", "kit-gave-up"])
+def test_output_a_detached_grandchild_wrote_after_the_limit_is_soo_timeout(
+    returned: bool,
+) -> None:
+    """Batch 9's kill-drain-then-cancel: what the grandchild wrote after the kill was shown."""
+    request = _request("soo-timeout-detached-grandchild-writes-after-kill")
+    late = _timed_out_with(("stdout", "one"), ("stderr", "late too\n"), returned=returned)
+    assert [m for r, m in check(request, {}, late) if r == "SOO-TIMEOUT"][:1] == [
+        "a (invocation 1): stderr delivered b'late too\\n', which a detached grandchild wrote "
+        "only after the child was killed, after the time limit fired: chunks must stop being "
+        "accepted at once, before the runner ends the command's processes"
+    ]
+    assert check(request, {}, _timed_out_with(("stdout", "one"))) == []

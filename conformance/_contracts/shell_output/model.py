@@ -127,7 +127,7 @@ def _lint_detached(
     its gate. A cancellation drops the output guard at once, whatever the processes do
     (output_observer.rs:138-145). A time limit does the same: the outer timeout bounds
     when invoke returns, whatever the detached worker still waits for, and drops the
-    guard when it elapses (shell_tool.rs:917-925, 948-961); the worker kills and reaps
+    guard when it elapses (shell_tool.rs:918-925, 948-961); the worker kills and reaps
     the stages' groups on its own. A call with neither would wait for the gate, which
     the scenario releases only after the call's step, so it may not start one.
     """

@@ -32,15 +32,25 @@ pub fn alive(path: &Path) -> Option<bool> {
 }
 
 /// Kill what is left of an invocation at the very end of a scenario: only processes whose
-/// command line names this alive file, so a reused process ID is never hit.
+/// command line names this alive file, so a reused process ID is never hit. A detached
+/// grandchild (one that left the process group) holds `FILE.detached` instead of FILE,
+/// so FILE says whether the command's group is gone; it is killed here too.
 pub fn kill_survivors(path: &Path) {
+    let marker = path.to_string_lossy().into_owned().into_bytes();
+    let mut detached = path.as_os_str().to_owned();
+    detached.push(".detached");
+    for held in [path, Path::new(&detached)] {
+        kill_holders(held, &marker);
+    }
+}
+
+fn kill_holders(path: &Path, marker: &[u8]) {
     if alive(path) != Some(true) {
         return;
     }
     let Ok(text) = std::fs::read_to_string(path) else {
         return;
     };
-    let marker = path.to_string_lossy().into_owned().into_bytes();
     for pid in text
         .split_whitespace()
         .filter_map(|p| p.parse::<c_int>().ok())
@@ -51,7 +61,7 @@ pub fn kill_survivors(path: &Path) {
         if pid > 1
             && cmdline
                 .windows(marker.len())
-                .any(|w| w == marker.as_slice())
+                .any(|w| w == marker)
         {
             // SAFETY: `kill` takes plain integers and touches no memory of ours.
             unsafe {

@@ -941,7 +941,8 @@ impl<'a> Scenario<'a> {
         Ok(())
     }
 
-    /// Open every observer gate and every emitter gate of every script.
+    /// Open every observer gate and every emitter gate of every script (its `wait` steps
+    /// and its detached grandchildren's `until`).
     fn release_all(&self) {
         self.shared.gates.release_all();
         for step in self.when {
@@ -954,9 +955,12 @@ impl<'a> Scenario<'a> {
                 .and_then(|b| b.get("script"))
                 .and_then(Value::as_array);
             for s in script.unwrap_or(&[]) {
-                if let Some(name) = s.get("wait").and_then(Value::as_str) {
-                    if let Ok(name) = safe_name(name) {
-                        let _ = touch(&self.gate_dir.join(name));
+                // a `wait` step's gate, and the gate a detached grandchild holds the pipes until
+                for key in ["wait", "until"] {
+                    if let Some(name) = s.get(key).and_then(Value::as_str) {
+                        if let Ok(name) = safe_name(name) {
+                            let _ = touch(&self.gate_dir.join(name));
+                        }
                     }
                 }
             }

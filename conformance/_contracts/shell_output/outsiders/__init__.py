@@ -15,6 +15,11 @@ and four it caught only by load, by another rule or without naming the rule; bat
 (``base8``, ``batch8``) three it let through, one of them (a cancel that reaps the child
 before it stops observation) caught only since the emitter's detached grandchild. The
 scenarios now catch them all, except the one batch 4 variant listed in ``batch4.UNSEEN``
-(``batch8.UNSEEN`` still names the reap-first cancel: the batch file is kept as hashed,
-and ``mutants.NOW_SEEN`` registers it).
+(``batch8.UNSEEN`` and ``batch9.UNSEEN`` still name the reap-first cancel and the
+kill-drain-then-cancel time limit: the batch files are kept as hashed, and
+``mutants.NOW_SEEN`` registers both). Every base had one bug of its own, found by the
+detached grandchild in a timed call: after the time limit's kill it waited for end of
+file on the pipes, which a process outside the group keeps open. The kit fixed each base
+(``at_limit``) and keeps the wait as written as a mutant
+(``out-soo-baseN-timeout-waits-for-pipes``, each base's ``waits_for_pipes``).
 """

@@ -6,7 +6,7 @@ kill until the pipes reached end of file (for up to 2 or 5 s). A killed group's 
 close in milliseconds, so no scenario saw it until the emitter's detached grandchild, a
 process outside the group that holds the pipes until the kit releases a gate
 (``soo-timeout-detached-grandchild-holds-pipes``). Upstream's outer timeout bounds when
-the call returns whatever its detached worker still waits for (shell_tool.rs:917-925,
+the call returns whatever its detached worker still waits for (shell_tool.rs:918-925,
 948-961), so such a runner breaks SOO-TIMEOUT; the bases' original waits are kept as
 registered mutants (``out-soo*-timeout-waits-for-pipes``).
 """

@@ -12,6 +12,14 @@ budget per stream, an unbounded FIFO queue) and one presentation thread that cal
 observer. Pipe-draining threads copy bytes into the result capture, then offer them to the
 session (lock + append, never blocking on the observer). A waiter thread reaps the child
 once both pipes closed and wakes the async caller.
+
+One fix by the kit, found by ``soo-timeout-detached-grandchild-holds-pipes`` (a
+grandchild outside the process group holds the pipes after the time limit's kill): after
+that kill the base waited for end of file on the pipes up to 5 s (``PIPE_CLOSE_LIMIT``),
+so the call returned only when that grandchild let go, not at its limit (SOO-TIMEOUT).
+It now waits only until the killed group is gone and then briefly for the pipes
+(``at_limit.wait_after_kill``); the wait as written is kept, as the mutant
+``out-soo-base1-timeout-waits-for-pipes`` (``waits_for_pipes`` at the end of this file).
 """
 
 from __future__ import annotations

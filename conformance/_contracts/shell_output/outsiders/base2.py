@@ -17,6 +17,14 @@ Pieces, per observed invocation:
   that copy into the result capture and offer to the session, a waiter thread that
   reaps the child once both pipes are closed; the async caller polls the waiter's event,
   enforces the time limit and handles cancellation.
+
+One fix by the kit, found by ``soo-timeout-detached-grandchild-holds-pipes`` (a
+grandchild outside the process group holds the pipes after the time limit's kill): after
+that kill the base waited for end of file on the pipes up to 2 s (``PIPE_GRACE``), so
+the call returned only when that grandchild let go, not at its limit (SOO-TIMEOUT). It
+now waits only until the killed group is gone and then briefly for the pipes
+(``at_limit.wait_after_kill``); the wait as written is kept, as the mutant
+``out-soo-base2-timeout-waits-for-pipes`` (``waits_for_pipes`` at the end of this file).
 """
 
 from __future__ import annotations

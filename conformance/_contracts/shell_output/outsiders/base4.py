@@ -18,6 +18,14 @@ The outsider's own summary of the layout (not the reference's):
                    reader thread per pipe (capture + offer, never the observer), a reaper
                    thread that collects the exit once both pipes are at EOF and wakes the
                    async caller through a self-pipe.
+
+One fix by the kit, found by ``soo-timeout-detached-grandchild-holds-pipes`` (a
+grandchild outside the process group holds the pipes after the time limit's kill): after
+that kill the base waited for end of file on the pipes up to 5 s (``KILL_GRACE``), so
+the call returned only when that grandchild let go, not at its limit (SOO-TIMEOUT). It
+now waits only until the killed group is gone and then briefly for the pipes
+(``at_limit.wait_after_kill``); the wait as written is kept, as the mutant
+``out-soo-base4-timeout-waits-for-pipes`` (``waits_for_pipes`` at the end of this file).
 """
 
 from __future__ import annotations

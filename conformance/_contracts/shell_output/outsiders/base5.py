@@ -23,6 +23,14 @@ The outsider's own summary of the design (not the reference's):
   and sets an event. The async caller polls that event (works on any anyio backend),
   with a wall-clock deadline; on the deadline or a cancellation it cancels the session
   first, then kills the whole process group.
+
+One fix by the kit, found by ``soo-timeout-detached-grandchild-holds-pipes`` (a
+grandchild outside the process group holds the pipes after the time limit's kill): after
+that kill the base waited for end of file on the pipes up to 2 s (``KILL_GRACE``), so
+the call returned only when that grandchild let go, not at its limit (SOO-TIMEOUT). It
+now waits only until the killed group is gone and then briefly for the pipes
+(``at_limit.wait_after_kill``); the wait as written is kept, as the mutant
+``out-soo-base5-timeout-waits-for-pipes`` (``waits_for_pipes`` at the end of this file).
 """
 
 from __future__ import annotations

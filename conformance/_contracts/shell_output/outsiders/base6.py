@@ -20,6 +20,14 @@ capture and offer them to the session (a lock and an append). The async caller p
 completion event set by a waiter thread (works on asyncio and trio alike).
 
 The pieces are small methods so that the variants file can change one of them.
+
+One fix by the kit, found by ``soo-timeout-detached-grandchild-holds-pipes`` (a
+grandchild outside the process group holds the pipes after the time limit's kill): after
+that kill the base waited for end of file on the pipes up to 5 s (``KILL_WAIT``), so the
+call returned only when that grandchild let go, not at its limit (SOO-TIMEOUT). It now
+waits only until the killed group is gone and then briefly for the pipes
+(``at_limit.wait_after_kill``); the wait as written is kept, as the mutant
+``out-soo-base6-timeout-waits-for-pipes`` (``waits_for_pipes`` at the end of this file).
 """
 
 from __future__ import annotations

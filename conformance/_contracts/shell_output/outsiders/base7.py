@@ -16,6 +16,14 @@ Per observed invocation a Session (phase, per-stream live budget, FIFO queue, on
 presentation thread); per child process two drain threads that copy into the result
 (own cap) and offer to the session, and a waiter thread that reaps the child once both
 pipes reached EOF. The async caller polls the waiter's event.
+
+One fix by the kit, found by ``soo-timeout-detached-grandchild-holds-pipes`` (a
+grandchild outside the process group holds the pipes after the time limit's kill): after
+that kill the base waited for end of file on the pipes up to 5 s, so the call returned
+only when that grandchild let go, not at its limit (SOO-TIMEOUT). It now waits only
+until the killed group is gone and then briefly for the pipes
+(``at_limit.wait_after_kill``); the wait as written is kept, as the mutant
+``out-soo-base7-timeout-waits-for-pipes`` (``waits_for_pipes`` at the end of this file).
 """
 
 from __future__ import annotations

@@ -16,6 +16,14 @@ The outsider's own summary of the design (not the reference's):
 One observed invocation = a session (phase, per-stream live budget, unbounded FIFO,
 one presentation thread). Drain threads only capture and offer. The async caller polls
 a threading.Event set by a waiter thread (works on asyncio and trio alike).
+
+One fix by the kit, found by ``soo-timeout-detached-grandchild-holds-pipes`` (a
+grandchild outside the process group holds the pipes after the time limit's kill): after
+that kill the base waited for end of file on the pipes up to 5 s (``KILL_WAIT``), so the
+call returned only when that grandchild let go, not at its limit (SOO-TIMEOUT). It now
+waits only until the killed group is gone and then briefly for the pipes
+(``at_limit.wait_after_kill``); the wait as written is kept, as the mutant
+``out-soo-base8-timeout-waits-for-pipes`` (``waits_for_pipes`` at the end of this file).
 """
 
 from __future__ import annotations

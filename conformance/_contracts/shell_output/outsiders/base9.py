@@ -18,6 +18,14 @@ budget per stream, an unbounded FIFO and one presentation thread that calls the 
 ``Shell.run`` spawns the child in its own process group, drains both pipes on two threads
 (they only capture and offer), and decides on the caller's side whether the call completed
 (both pipes at EOF and the child reaped), timed out, or was cancelled.
+
+One fix by the kit, found by ``soo-timeout-detached-grandchild-holds-pipes`` (a
+grandchild outside the process group holds the pipes after the time limit's kill): after
+that kill the base waited for end of file on the pipes up to 5 s (``KILL_WAIT``,
+``_wait_reaped``), so the call returned only when that grandchild let go, not at its
+limit (SOO-TIMEOUT). It now waits only until the killed group is gone and then briefly
+for the pipes (``at_limit.wait_after_kill``); the wait as written is kept, as the mutant
+``out-soo-base9-timeout-waits-for-pipes`` (``waits_for_pipes`` at the end of this file).
 """
 
 from __future__ import annotations

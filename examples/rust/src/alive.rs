@@ -58,11 +58,7 @@ fn kill_holders(path: &Path, marker: &[u8]) {
         let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
             continue;
         };
-        if pid > 1
-            && cmdline
-                .windows(marker.len())
-                .any(|w| w == marker)
-        {
+        if pid > 1 && cmdline.windows(marker.len()).any(|w| w == marker) {
             // SAFETY: `kill` takes plain integers and touches no memory of ours.
             unsafe {
                 kill(-pid, SIGKILL);

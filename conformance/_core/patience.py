@@ -9,6 +9,13 @@ never calls ``on_finish`` held each scenario for 5 or 10 s). So it may cap them,
 the calls it makes, with :func:`capped`; the drivers read every such limit through
 :func:`patient`. Without a cap (every other run) the limits are the drivers' own.
 
+Only waits whose running out the trace records for the oracle to judge (a
+``kit_timeout``) are capped: the oracle then finds what it would after the full wait,
+since the mutant never does what the step waits for. A wait whose running out makes
+the scenario an error (the kit cannot judge it: a call that never ends even after
+every gate was released) keeps the driver's full limit; capped, it would only turn a
+mutant's verdict into an error.
+
 A cap is a bound the reference meets with room to spare: the kill matrix caps a
 scenario at a floor plus the time limits the scenario deliberately runs out
 (``expected_wait``), and ``tests/test_quality_commands.py`` holds the reference to

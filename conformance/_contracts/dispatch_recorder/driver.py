@@ -195,7 +195,7 @@ class _Run:
                         self.tracer.emit("wait_unmet", step=index, waited_for=str(unmet))
                         break
                 if self.scope is not None:
-                    with anyio.move_on_after(patient(WAIT_LIMIT) + patient(TURN_LIMIT)):
+                    with anyio.move_on_after(WAIT_LIMIT + TURN_LIMIT):
                         await self.done.wait()
         finally:
             close = getattr(self.journal.inner if self.journal else None, "close", None)
@@ -274,7 +274,7 @@ class _Run:
         cancellation) is a hang, an :class:`ImplementationError`.
         """
         started = anyio.current_time()
-        deadline = started + patient(WAIT_LIMIT)
+        deadline = started + WAIT_LIMIT  # an error when it runs out: never capped
         if self.scope is not None and not self.done.is_set():
             # A turn still running: give up only once the kit's own limit has stopped it
             # and it still has not ended (it ignores cancellation).
@@ -338,7 +338,7 @@ class _Run:
             assert self.scope is not None
             self.scope.cancel()
         elif verb == "join":
-            with anyio.move_on_after(patient(WAIT_LIMIT) + patient(TURN_LIMIT)):
+            with anyio.move_on_after(WAIT_LIMIT + TURN_LIMIT):
                 await self.done.wait()
         elif verb == "reopen_journal":
             self._reopen(index)

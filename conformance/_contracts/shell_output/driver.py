@@ -275,7 +275,7 @@ class _Run:
             for left in self.alive_dir.iterdir():
                 if left.is_file():
                     evidence.kill_survivors(left)
-        idle = await anyio.to_thread.run_sync(self.shell.wait_idle, patient(WAIT_LIMIT))
+        idle = await anyio.to_thread.run_sync(self.shell.wait_idle, WAIT_LIMIT)
         self.tracer.emit("idle", ok=bool(idle))
         return self.tracer.events
 
@@ -291,7 +291,9 @@ class _Run:
 
     async def _wait_calls(self, *, kit_timeout: bool) -> None:
         for ident, event in self.done.items():
-            with anyio.move_on_after(patient(WAIT_LIMIT)):
+            # past the first wait a kit_timeout, which a cap may shorten; past the second an
+            # error, which it must not (a mutant's verdict would become an error)
+            with anyio.move_on_after(patient(WAIT_LIMIT) if kit_timeout else WAIT_LIMIT):
                 await event.wait()
             if event.is_set():
                 continue

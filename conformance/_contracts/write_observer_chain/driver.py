@@ -399,7 +399,7 @@ class _Run:
             for index, step in enumerate(self.when):
                 await self._step(index, step, chain, tools, group)
             for ident, event in self.done.items():
-                with anyio.fail_after(patient(WAIT_LIMIT)):
+                with anyio.fail_after(WAIT_LIMIT):  # an error when it runs out: never capped
                     try:
                         await event.wait()
                     except TimeoutError:
@@ -472,7 +472,7 @@ class _Run:
         elif verb == "wait_entered":
             wanted = int(body.get("count", 1))
             try:
-                with anyio.fail_after(patient(WAIT_LIMIT)):
+                with anyio.fail_after(WAIT_LIMIT):  # an error when it runs out: never capped
                     while (
                         self.tracer.count(
                             "hook_enter", observer=body["observer"], hook=body["hook"]
@@ -483,7 +483,7 @@ class _Run:
             except TimeoutError:
                 raise ImplementationError(
                     f"step {index} (wait_entered): {body['observer']}.{body['hook']} was not entered "
-                    f"{wanted} time(s) within {patient(WAIT_LIMIT)} s",
+                    f"{wanted} time(s) within {WAIT_LIMIT} s",
                     context=self.tracer.tail(),
                 ) from None
             await all_tasks_blocked()
@@ -563,7 +563,7 @@ class _Run:
         began = time.monotonic()
         try:
             with anyio.move_on_after(
-                patient(CALL_LIMIT) if limited else patient(WAIT_LIMIT)
+                patient(CALL_LIMIT) if limited else WAIT_LIMIT  # only a kit_timeout is capped
             ) as waited:
                 result = await getattr(tools, verb)(path, *args)
         except anyio.get_cancelled_exc_class():
@@ -602,7 +602,7 @@ class _Run:
                 self.tracer.emit("kit_timeout", call=ident, seconds=patient(CALL_LIMIT))
                 return
             raise ImplementationError(
-                f"the {verb} tool ({ident}) did not return within {patient(WAIT_LIMIT)} s",
+                f"the {verb} tool ({ident}) did not return within {WAIT_LIMIT} s",
                 context=self.tracer.tail(),
             )
         self.tracer.emit(

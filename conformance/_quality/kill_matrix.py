@@ -68,8 +68,25 @@ NOT_AHEAD = frozenset({"dispatch-recorder"})
 
 
 def patience(scenario: Scenario) -> float:
-    """How long the kit waits on a mutant at most, in one step of ``scenario``."""
-    return PATIENCE + expected_wait(scenario)
+    """How long the kit waits on a mutant at most, in one step of ``scenario``.
+
+    Past the limits the scenario runs out on purpose and past every ``within`` bound it
+    sets itself: a cap shorter than the scenario's own bound would judge a mutant by a
+    stricter one (a mutant that doubles a time limit, 3 s where the scenario allows 4 s,
+    would be failed by the cap, not by the scenario).
+    """
+    return PATIENCE + max(expected_wait(scenario), _longest_within(scenario.when))
+
+
+def _longest_within(node: object) -> float:
+    """The largest ``within`` bound anywhere in a scenario's steps (0 when none)."""
+    if isinstance(node, dict):
+        own = node.get("within")
+        here = float(own) if isinstance(own, (int, float)) else 0.0
+        return max([here, *(_longest_within(v) for v in node.values())])
+    if isinstance(node, list):
+        return max([0.0, *(_longest_within(v) for v in node)])
+    return 0.0
 
 
 @dataclass

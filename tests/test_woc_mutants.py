@@ -227,7 +227,7 @@ def test_should_only_rules_are_should_rules() -> None:
         (batch7, "outsider batch 7", 7),
         (batch8, "outsider batch 8", 7),
         (batch9, "outsider batch 9", 7),
-        (batch10, "outsider batch 10", 3),
+        (batch10, "outsider batch 10", 7),
     ],
 )
 def test_outsider_batch_is_registered_whole(batch: Any, origin: str, size: int) -> None:

@@ -304,12 +304,7 @@ RELABELLED: dict[str, tuple[str, str]] = {}
 REJECTED: dict[str, str] = {}
 
 #: Variants kept but not registered as mutants yet (no scenario catches them), with why.
-PENDING: dict[str, str] = {
-    "out-woc10-limit-budget-carries-over": "no scenario yet",
-    "out-woc10-stale-annotation-on-failure": "no scenario yet",
-    "out-woc10-edit-counts-matching-lines": "no scenario yet",
-    "out-woc10-edit-rollback-on-cancel": "no scenario yet",
-}
+PENDING: dict[str, str] = {}
 
 #: The variants registered as mutants.
 MUTANTS: dict[str, OutsiderMutant] = {

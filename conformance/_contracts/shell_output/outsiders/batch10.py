@@ -119,7 +119,8 @@ class _PinnedSession(base.Session):
     def _start_presentation(self) -> None:
         # no thread start per command: the invocation runs on its pinned worker, so
         # all its callbacks still share one thread (SOO-SERIAL)
-        self._shell._worker_for(self.invocation).submit(self._present)
+        shell: _PinnedShell = self._shell  # type: ignore[assignment]  # typing only
+        shell._worker_for(self.invocation).submit(self._present)
 
 
 class _PinnedShell(base.Shell):

@@ -35,6 +35,7 @@ from seamspec.conformance._contracts.shell_output.outsiders import (
     batch7,
     batch8,
     batch9,
+    batch10,
 )
 from seamspec.conformance._contracts.shell_output.reference_adapter import ReferenceShellOutput
 from seamspec.conformance._core.python_adapter import PythonAdapter
@@ -139,6 +140,7 @@ _BATCHES: tuple[tuple[int, ModuleType, Collection[str]], ...] = (
     (7, batch7, ()),
     (8, batch8, set(batch8.UNSEEN) - NOW_SEEN),
     (9, batch9, batch9.UNSEEN),
+    (10, batch10, batch10.UNSEEN),
 )
 
 _ALL += [

@@ -34,6 +34,7 @@ from seamspec.conformance._contracts.dispatch_recorder.outsiders import base6 as
 from seamspec.conformance._contracts.dispatch_recorder.outsiders import base7 as outsider_base7
 from seamspec.conformance._contracts.dispatch_recorder.outsiders import base8 as outsider_base8
 from seamspec.conformance._contracts.dispatch_recorder.outsiders import base9 as outsider_base9
+from seamspec.conformance._contracts.dispatch_recorder.outsiders import base10 as outsider_base10
 from seamspec.conformance._contracts.dispatch_recorder.outsiders import (
     batch1,
     batch3,
@@ -43,6 +44,7 @@ from seamspec.conformance._contracts.dispatch_recorder.outsiders import (
     batch7,
     batch8,
     batch9,
+    batch10,
 )
 from seamspec.conformance._core.runner import Finding
 from seamspec.conformance._quality.mutants import all_mutants
@@ -73,6 +75,7 @@ def _all_results(backend: str) -> dict[str, list[ScenarioResult]]:
         "outsider-base-7": Runner(outsider_base7.build(backend), timeout=30.0, profile="strict"),
         "outsider-base-8": Runner(outsider_base8.build(backend), timeout=30.0, profile="strict"),
         "outsider-base-9": Runner(outsider_base9.build(backend), timeout=30.0, profile="strict"),
+        "outsider-base-10": Runner(outsider_base10.build(backend), timeout=30.0, profile="strict"),
     }
     runners.update(
         {
@@ -115,6 +118,7 @@ def _kills(name: str, backend: str) -> list[ScenarioResult]:
         "outsider-base-7",
         "outsider-base-8",
         "outsider-base-9",
+        "outsider-base-10",
     ],
 )
 def test_controls_pass_every_dr_scenario(control: str, backend: str) -> None:
@@ -238,3 +242,18 @@ def test_outsider_batch_9_is_registered_whole() -> None:
     assert len(batch9.VARIANTS) == 6
     assert set(batch9.RELABELLED) <= set(batch9.MUTANTS)
     assert not set(batch9.REJECTED) & set(MUTANTS)
+
+
+def test_outsider_batch_10_is_registered_whole() -> None:
+    """Every variant of batch 10 but the pending and rejected ones is a mutant, under its
+    own name, with its (possibly relabelled) rule and the outsider's words."""
+    assert set(batch10.MUTANTS) == (
+        set(batch10.VARIANTS) - set(batch10.PENDING) - set(batch10.REJECTED)
+    )
+    for name, variant in batch10.MUTANTS.items():
+        mutant = MUTANTS[name]
+        assert (mutant.rule, mutant.statement) == (variant.rule, variant.statement)
+        assert mutant.origin == "outsider batch 10"
+    assert len(batch10.VARIANTS) == 6
+    assert set(batch10.RELABELLED) <= set(batch10.MUTANTS)
+    assert not set(batch10.REJECTED) & set(MUTANTS)

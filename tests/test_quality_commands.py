@@ -4,15 +4,26 @@ from __future__ import annotations
 
 import json
 import re
+import threading
+import time
 from pathlib import Path
 
 import pytest
 
 from seamspec._cli import main
 from seamspec.conformance import load_scenarios
-from seamspec.conformance._core.runner import Finding, ScenarioResult
+from seamspec.conformance._core.patience import capped, patient
+from seamspec.conformance._core.runner import Finding, Runner, ScenarioResult
 from seamspec.conformance._core.scenario import Scenario
-from seamspec.conformance._quality.kill_matrix import kill_level, kill_matrix, kills
+from seamspec.conformance._core.schedule import side_by_side
+from seamspec.conformance._implementations import reference_adapter
+from seamspec.conformance._quality.kill_matrix import (
+    _in_order,
+    kill_level,
+    kill_matrix,
+    kills,
+    patience,
+)
 
 
 def test_coverage_gate_passes_for_the_shipped_suite(capsys: pytest.CaptureFixture[str]) -> None:
@@ -153,3 +164,74 @@ def test_the_kill_matrix_table_names_every_registered_mutant() -> None:
         _contract, rule, killed = shown[name]
         assert rule == mutant.rule, (name, rule, mutant.rule)
         assert killed.startswith("`"), f"{name}: the table says {killed}, not a killing scenario"
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_the_reference_passes_every_scenario_under_the_kill_matrix_patience(backend: str) -> None:
+    """The kill matrix caps the kit's waits on a mutant (``kill_matrix.patience``): a
+    bound only fair if a conforming implementation meets it, so the reference must pass
+    every scenario under it, several at once as the matrix runs them."""
+    pytest.importorskip(backend)
+    adapter = reference_adapter(backend)
+    runner = Runner(adapter, timeout=60.0)
+
+    def run(scenario: Scenario) -> ScenarioResult:
+        with capped(patience(scenario)):
+            return runner.run_one(scenario)
+
+    try:
+        results = side_by_side(
+            run, load_scenarios(), 4, on_done=lambda _: None, stop=lambda _: False
+        )
+    finally:
+        adapter.close()
+    bad = [f"{r.scenario.id}: {r.status} {r.detail[:300]}" for r in results if r.status == "fail"]
+    bad += [f"{r.scenario.id}: error {r.detail[:300]}" for r in results if r.status == "error"]
+    assert not bad, "\n".join(bad)
+
+
+def test_a_patience_cap_reaches_the_adapter_thread_and_only_shortens() -> None:
+    assert patient(5.0) == 5.0
+    seen: list[float] = []
+
+    class Probe:
+        def run(self, request: object) -> list[object]:
+            seen.append(patient(5.0))
+            return []
+
+    runner = Runner.__new__(Runner)
+    runner.adapter, runner.timeout = Probe(), 5.0  # type: ignore[assignment]
+    scenario = load_scenarios()[0]
+    with capped(1.5):
+        assert patient(5.0) == 1.5
+        assert patient(1.0) == 1.0
+        runner._call_adapter(scenario)
+    assert seen == [1.5]
+    assert patient(5.0) == 5.0
+    with pytest.raises(ValueError, match="must be positive"), capped(0):
+        pass
+
+
+def test_looking_ahead_hands_results_back_in_order_and_stops_starting() -> None:
+    scenarios = load_scenarios()[:12]
+    started: list[str] = []
+    lock = threading.Lock()
+
+    def run(scenario: Scenario) -> ScenarioResult:
+        with lock:
+            started.append(scenario.id)
+        # later scenarios finish first: the order handed back must not follow finishing
+        time.sleep(0.02 * (12 - scenarios.index(scenario)) / 12)
+        return ScenarioResult(scenario, "pass")
+
+    got = []
+    for result in _in_order(run, scenarios, 4):
+        got.append(result.scenario.id)
+        if len(got) == 3:
+            break
+    assert got == [s.id for s in scenarios[:3]]
+    time.sleep(0.1)  # what was running has ended
+    so_far = len(started)
+    time.sleep(0.1)
+    assert len(started) == so_far, "kept starting scenarios after the caller stopped"
+    assert started == [s.id for s in scenarios[:so_far]], "started out of order"

@@ -110,3 +110,50 @@ def test_the_orphaned_output_is_part_of_what_the_script_writes() -> None:
     ]
     assert _emitter.expected_output(steps) == {"stdout": b"ab", "stderr": b"c"}
     assert _emitter.orphaned_output(steps) == {"stdout": b"b", "stderr": b"c"}
+
+
+def _emit(tmp_path: Path, steps: list[dict[str, Any]], **env: str) -> Any:
+    gates = tmp_path / "gates"
+    gates.mkdir(exist_ok=True)
+    script = {"gates": str(gates), "steps": steps}
+    return subprocess.run(
+        emitter_command(script),
+        capture_output=True,
+        timeout=30,
+        env={**os.environ, **env},
+        check=False,
+    )
+
+
+def test_a_signal_step_kills_the_emitter_after_what_it_wrote(tmp_path: Path) -> None:
+    for name, number in (("TERM", signal.SIGTERM), ("KILL", signal.SIGKILL)):
+        steps: list[dict[str, Any]] = [{"out": "a"}, {"signal": name}, {"out": "never"}]
+        done = _emit(tmp_path, steps)
+        assert (done.returncode, done.stdout) == (-number, b"a")
+        assert _emitter.expected_exit(steps) == -number
+        assert _emitter.expected_output(steps)["stdout"] == b"a"
+        assert _emitter.ends_by_signal(steps)
+    assert not _emitter.ends_by_signal([{"exit": 0}, {"signal": "TERM"}])
+
+
+def test_ignore_term_leaves_only_sigkill(tmp_path: Path) -> None:
+    gates = tmp_path / "gates"
+    gates.mkdir()
+    script = {"gates": str(gates), "steps": [{"ignore_term": True}, {"out": "x"}, {"hang": True}]}
+    child = subprocess.Popen(emitter_command(script), stdout=subprocess.PIPE)
+    assert child.stdout is not None
+    assert child.stdout.read(1) == b"x"
+    child.terminate()
+    time.sleep(0.2)  # a test of the emitter itself: nothing to gate on but the signal
+    assert child.poll() is None, "the emitter died on SIGTERM"
+    child.kill()
+    assert child.wait(5) == -signal.SIGKILL
+
+
+def test_env_check_names_what_differs_from_env_save(tmp_path: Path) -> None:
+    assert _emit(tmp_path, [{"env_save": "e"}], SEAMSPEC_PROBE="1").stdout == b""
+    same = _emit(tmp_path, [{"env_check": "e"}], SEAMSPEC_PROBE="1")
+    assert (same.stdout, same.stderr, same.returncode) == (b"", b"", 0)
+    other = _emit(tmp_path, [{"env_check": "e"}], SEAMSPEC_PROBE="2", FORCE_COLOR="1")
+    assert b"FORCE_COLOR SEAMSPEC_PROBE" in other.stderr
+    assert b"no environment saved" in _emit(tmp_path, [{"env_check": "x"}]).stderr

@@ -45,6 +45,7 @@ from seamspec.conformance._contracts.shell_output.outsiders import base6 as outs
 from seamspec.conformance._contracts.shell_output.outsiders import base7 as outsider_base7
 from seamspec.conformance._contracts.shell_output.outsiders import base8 as outsider_base8
 from seamspec.conformance._contracts.shell_output.outsiders import base9 as outsider_base9
+from seamspec.conformance._contracts.shell_output.outsiders import base10 as outsider_base10
 from seamspec.conformance._contracts.shell_output.outsiders import (
     batch1,
     batch2,
@@ -54,6 +55,7 @@ from seamspec.conformance._contracts.shell_output.outsiders import (
     batch7,
     batch8,
     batch9,
+    batch10,
 )
 from seamspec.conformance._core.runner import Finding
 
@@ -75,6 +77,8 @@ CONTROLS = (
     "outsider-base-8-trio",
     "outsider-base-9",
     "outsider-base-9-trio",
+    "outsider-base-10",
+    "outsider-base-10-trio",
 )
 
 #: Scenarios run side by side: most of a run is spent waiting for children and gates,
@@ -126,6 +130,8 @@ def _adapter(name: str) -> Adapter:
         return outsider_base8.build("trio" if name.endswith("-trio") else "asyncio")
     if name.startswith("outsider-base-9"):
         return outsider_base9.build("trio" if name.endswith("-trio") else "asyncio")
+    if name.startswith("outsider-base-10"):
+        return outsider_base10.build("trio" if name.endswith("-trio") else "asyncio")
     return mutant_adapter(name)
 
 
@@ -199,6 +205,7 @@ def test_soo_mutants_load_as_adapters() -> None:
         (batch7.MUTANTS, "outsider batch 7", 7),
         (batch8.MUTANTS, "outsider batch 8", 7),
         (batch9.MUTANTS, "outsider batch 9", 7),
+        (batch10.MUTANTS, "outsider batch 10", 7),
     ],
 )
 def test_outsider_batch_is_registered_whole(
@@ -211,7 +218,8 @@ def test_outsider_batch_is_registered_whole(
         | batch6.OutsiderMutant
         | batch7.OutsiderMutant
         | batch8.OutsiderMutant
-        | batch9.OutsiderMutant,
+        | batch9.OutsiderMutant
+        | batch10.OutsiderMutant,
     ],
     origin: str,
     size: int,
@@ -227,9 +235,10 @@ def test_outsider_batch_is_registered_whole(
                 "out-soo7-",
                 "out-soo8-",
                 "out-soo9-",
+                "out-soo10-",
             )
         )
-        unseen = {*batch4.UNSEEN, *batch8.UNSEEN, *batch9.UNSEEN} - NOW_SEEN
+        unseen = {*batch4.UNSEEN, *batch8.UNSEEN, *batch9.UNSEEN, *batch10.UNSEEN} - NOW_SEEN
         if name in unseen:
             assert name not in MUTANTS, f"{name} is listed as unseen, yet registered"
             continue

@@ -53,6 +53,9 @@ from seamspec.conformance._contracts.write_observer_chain.outsiders import base7
 from seamspec.conformance._contracts.write_observer_chain.outsiders import base8 as outsider_base8
 from seamspec.conformance._contracts.write_observer_chain.outsiders import base9 as outsider_base9
 from seamspec.conformance._contracts.write_observer_chain.outsiders import (
+    base10 as outsider_base10,
+)
+from seamspec.conformance._contracts.write_observer_chain.outsiders import (
     batch1,
     batch2,
     batch3,
@@ -62,6 +65,7 @@ from seamspec.conformance._contracts.write_observer_chain.outsiders import (
     batch7,
     batch8,
     batch9,
+    batch10,
 )
 from seamspec.conformance._core.runner import Finding
 
@@ -78,6 +82,8 @@ CONTROLS = (
     "outsider-base-7",
     "outsider-base-8",
     "outsider-base-9",
+    "outsider-base-10",
+    "outsider-base-10-trio",
 )
 
 #: Rules whose mutants may be caught at SHOULD level, with the reason.
@@ -142,6 +148,10 @@ def _adapter(adapter_name: str) -> Adapter:
         return outsider_base8.adapter()
     if adapter_name == "outsider-base-9":
         return outsider_base9.adapter()
+    if adapter_name == "outsider-base-10":
+        return outsider_base10.adapter()
+    if adapter_name == "outsider-base-10-trio":
+        return outsider_base10.adapter_trio()
     return mutant_adapter(adapter_name)
 
 
@@ -217,12 +227,13 @@ def test_should_only_rules_are_should_rules() -> None:
         (batch7, "outsider batch 7", 7),
         (batch8, "outsider batch 8", 7),
         (batch9, "outsider batch 9", 7),
+        (batch10, "outsider batch 10", 7),
     ],
 )
 def test_outsider_batch_is_registered_whole(batch: Any, origin: str, size: int) -> None:
     """Every variant of the batch is a mutant, under its own name, rule and statement."""
     for name, variant in batch.MUTANTS.items():
-        # batch 1's prefix, then batches 4-9's
+        # batch 1's prefix, then batches 4-10's
         assert name.startswith(
             (
                 "out-woc-",
@@ -232,6 +243,7 @@ def test_outsider_batch_is_registered_whole(batch: Any, origin: str, size: int) 
                 "out-woc7-",
                 "out-woc8-",
                 "out-woc9-",
+                "out-woc10-",
             )
         )
         mutant = MUTANTS[name]

@@ -18,6 +18,7 @@ a finding about one of seamspec's own decisions (a ``seamspec``-origin rule, or 
 
 from __future__ import annotations
 
+import contextvars
 import json
 import threading
 import time
@@ -439,7 +440,11 @@ class Runner:
                 box["error"] = error
                 box["tb"] = traceback.format_exc()
 
-        worker = threading.Thread(target=target, name=f"seamspec-{scenario.id}", daemon=True)
+        # the caller's context goes along: a patience cap (``_core.patience``) reaches the driver
+        context = contextvars.copy_context()
+        worker = threading.Thread(
+            target=context.run, args=(target,), name=f"seamspec-{scenario.id}", daemon=True
+        )
         worker.start()
         worker.join(self.timeout)
         if worker.is_alive():

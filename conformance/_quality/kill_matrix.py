@@ -17,16 +17,32 @@ tell "caught elsewhere" from "survived". So ``killed_by`` lists the scenarios ru
 the search stopped that failed the mutant, not every scenario that would. Mutants run
 side by side in threads: each scenario gets a fresh event loop and fresh objects, and
 most of a mutant's time is spent waiting.
+
+Two things keep those waits short without changing a verdict:
+
+- **Looking ahead.** Up to :data:`AHEAD` of a mutant's citing scenarios run at once,
+  but their results are taken in order, so the search ends where one at a time would
+  and names the same killer; the ones run ahead of it are cancelled and never counted.
+- **Capped patience.** A mutant that never does what a step waits for used to hold the
+  step for the driver's whole limit (5 or 10 s). Here each scenario runs with the
+  kit's waits capped at :data:`PATIENCE` plus the time limits it runs out on purpose
+  (``_core.patience``): a cap the reference meets with room to spare on every
+  scenario (``tests/test_quality_commands.py``). A wait that ends sooner fails a
+  mutant the way the full wait would; the rooms' meta-tests still judge every mutant
+  with the drivers' full limits.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import contextvars
+import threading
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
 from seamspec.conformance._core.catalogue import catalogue
+from seamspec.conformance._core.patience import capped
 from seamspec.conformance._core.runner import Runner, ScenarioResult
 from seamspec.conformance._core.scenario import Scenario
 from seamspec.conformance._core.schedule import expected_wait, side_by_side
@@ -36,6 +52,41 @@ __all__ = ["MutantOutcome", "kill_level", "kill_matrix", "kills", "mutant_names"
 
 #: Mutants judged at once by default: each mostly waits on its scenarios.
 SIDE_BY_SIDE = 8
+
+#: The kit's waits on a mutant are capped at this plus the time limits the scenario
+#: runs out on purpose (``expected_wait``): see ``_core.patience``.
+PATIENCE = 1.5
+
+
+#: How many of a mutant's citing scenarios run at once, ahead of the one being looked at.
+AHEAD = 4
+#: Contracts whose mutants look no scenario ahead: a dispatch recorder deaf to
+#: cancellation is what several of its scenarios are about, so cancelling one run
+#: ahead (closing the adapter once the kill is found) waits out the adapter's whole
+#: grace; its scenarios are quick anyway, except where the mutant itself holds on.
+NOT_AHEAD = frozenset({"dispatch-recorder"})
+
+
+def patience(scenario: Scenario) -> float:
+    """How long the kit waits on a mutant at most, in one step of ``scenario``.
+
+    Past the limits the scenario runs out on purpose and past every ``within`` bound it
+    sets itself: a cap shorter than the scenario's own bound would judge a mutant by a
+    stricter one (a mutant that doubles a time limit, 3 s where the scenario allows 4 s,
+    would be failed by the cap, not by the scenario).
+    """
+    return PATIENCE + max(expected_wait(scenario), _longest_within(scenario.when))
+
+
+def _longest_within(node: object) -> float:
+    """The largest ``within`` bound anywhere in a scenario's steps (0 when none)."""
+    if isinstance(node, dict):
+        own = node.get("within")
+        here = float(own) if isinstance(own, (int, float)) else 0.0
+        return max([here, *(_longest_within(v) for v in node.values())])
+    if isinstance(node, list):
+        return max([0.0, *(_longest_within(v) for v in node)])
+    return 0.0
 
 
 @dataclass
@@ -101,14 +152,63 @@ def _judge_one(name: str, scenarios: list[Scenario]) -> MutantOutcome:
     adapter = mutant_adapter(name)
     try:
         runner = Runner(adapter, timeout=60.0)
-        for scenario in citing:
-            if _record(outcome, runner.run_one(scenario), level):
-                return outcome
+
+        def run(scenario: Scenario) -> ScenarioResult:
+            with capped(patience(scenario)):
+                return runner.run_one(scenario)
+
+        for result in _in_order(run, citing, 1 if contract in NOT_AHEAD else AHEAD):
+            if _record(outcome, result, level):
+                return outcome  # the adapter's close() below cancels those run ahead
         for scenario in others:
-            _record(outcome, runner.run_one(scenario), level)
+            _record(outcome, run(scenario), level)
     finally:
         adapter.close()
     return outcome
+
+
+def _in_order(
+    run: Callable[[Scenario], ScenarioResult], scenarios: list[Scenario], ahead: int
+) -> Iterator[ScenarioResult]:
+    """``run`` over ``scenarios``, handed back in their order, up to ``ahead`` running at once.
+
+    The results are the ones running them one at a time would give (each scenario runs
+    alone on fresh objects); only their waits overlap. Once the caller stops taking
+    results (it found its kill), no further scenario starts; those already running are
+    left to the caller to cancel (closing the adapter) and their results are never seen.
+    """
+    results: dict[int, ScenarioResult | BaseException] = {}
+    ready = [threading.Event() for _ in scenarios]
+    todo = iter(range(len(scenarios)))
+    lock = threading.Lock()
+    halt = threading.Event()
+
+    def worker() -> None:
+        while not halt.is_set():
+            with lock:  # taken in order, so the scenarios start in order
+                i = next(todo, None)
+            if i is None:
+                return
+            try:
+                results[i] = run(scenarios[i])
+            except BaseException as error:  # handed to the caller, never lost
+                results[i] = error
+            ready[i].set()
+
+    for n in range(min(ahead, len(scenarios))):
+        context = contextvars.copy_context()  # one each: a context is entered by one thread
+        threading.Thread(
+            target=context.run, args=(worker,), name=f"seamspec-ahead-{n}", daemon=True
+        ).start()
+    try:
+        for i in range(len(scenarios)):
+            ready[i].wait()
+            result = results[i]
+            if isinstance(result, BaseException):
+                raise result
+            yield result
+    finally:
+        halt.set()
 
 
 def _record(outcome: MutantOutcome, result: ScenarioResult, level: str) -> bool:

@@ -19,6 +19,14 @@ The script is a JSON object ``{"gates": DIR, "reached": DIR, "alive": FILE, "ste
 - ``{"sleep": SECONDS}``: sleep (benchmarks only; scenarios use gates);
 - ``{"hang": true}``: block forever (until killed);
 - ``{"exit": CODE}``: exit at once with CODE;
+- ``{"signal": "TERM"|"KILL"}``: kill itself with that signal (restored to its default
+  action first), at once: a child that ends by a signal the runner did not send;
+- ``{"ignore_term": true}``: ignore SIGTERM from now on (grandchildren forked later
+  inherit it): only SIGKILL ends this process, as a program that traps TERM;
+- ``{"env_save": NAME}`` / ``{"env_check": NAME}``: write nothing while the environment
+  is the one another call of the scenario saved under NAME (``env_save`` saves its own,
+  as the file ``env-NAME`` in the gate folder); ``env_check`` writes one line to stderr
+  naming the variables that differ (or that nothing was saved) otherwise;
 - ``{"grandchild": "hang"}``: fork a grandchild that keeps stdout and stderr open and
   blocks until killed, then go on at once. It stays in the emitter's process group, so
   killing the group is what ends it; killing only the emitter leaves the pipes open.
@@ -62,6 +70,7 @@ import contextlib
 import fcntl
 import json
 import os
+import signal
 import sys
 import time
 from collections.abc import Iterator
@@ -72,6 +81,7 @@ __all__ = [
     "PATTERN",
     "detached_alive",
     "detached_grandchildren",
+    "ends_by_signal",
     "expected_output",
     "flood_bytes",
     "has_grandchild",
@@ -87,6 +97,7 @@ HANG_POLL = 0.05
 #: The exit code of an emitter that ended because its scenario did.
 ORPHANED = 125
 _FD = {"stdout": 1, "stderr": 2}
+_SIGNALS = {"TERM": signal.SIGTERM, "KILL": signal.SIGKILL}
 
 
 class _Orphaned(Exception):
@@ -111,7 +122,7 @@ def _reached(steps: list[dict[str, Any]]) -> list[dict[str, Any]]:
     out = []
     for step in steps:
         out.append(step)
-        if "exit" in step or "hang" in step:
+        if "exit" in step or "hang" in step or "signal" in step:
             break
     return out
 
@@ -131,7 +142,7 @@ def _writes(steps: list[dict[str, Any]]) -> Iterator[tuple[str, bytes]]:
             yield str(step["flood"]), flood_bytes(int(step["bytes"]))
         elif "drip" in step:
             yield str(step["drip"]), str(step["text"]).encode() * int(step["count"])
-        elif "exit" in step or "hang" in step:
+        elif "exit" in step or "hang" in step or "signal" in step:
             break
         # a grandchild writes nothing here: it keeps the pipes open, and a detached one
         # writes its `orphaned` steps only once the emitter is gone (below)
@@ -149,13 +160,25 @@ def expected_output(steps: list[dict[str, Any]]) -> dict[str, bytes]:
 
 
 def expected_exit(steps: list[dict[str, Any]]) -> int | None:
-    """The exit code if the script ends by itself, None if it hangs."""
+    """The exit code if the script ends by itself, None if it hangs.
+
+    A script that kills itself with a signal ends by itself too: its code is the
+    signal's number negated, as Python's ``subprocess`` reports it (how a runner in
+    another language reports it is not judged: see :func:`ends_by_signal`).
+    """
     for step in steps:
         if "exit" in step:
             return int(step["exit"])
+        if "signal" in step:
+            return -int(_SIGNALS[str(step["signal"])])
         if "hang" in step:
             return None
     return 0
+
+
+def ends_by_signal(steps: list[dict[str, Any]]) -> bool:
+    """Whether the script ends by killing itself with a signal (before any exit or hang)."""
+    return any("signal" in step for step in _reached(steps))
 
 
 def has_grandchild(steps: list[dict[str, Any]]) -> bool:
@@ -274,6 +297,19 @@ def _detached(gates: Path, parent: int, step: dict[str, Any]) -> None:
         time.sleep(GATE_POLL)
 
 
+def _env_differs(saved: Path) -> str:
+    """Nothing if this process's environment is the one saved, else one line saying how."""
+    try:
+        other = json.loads(saved.read_text())
+    except (OSError, ValueError):
+        return f"seamspec-emitter: no environment saved as {saved.name}\n"
+    mine = dict(os.environ)
+    names = sorted(k for k in {*mine, *other} if mine.get(k) != other.get(k))
+    if not names:
+        return ""
+    return f"seamspec-emitter: environment differs from {saved.name}: {' '.join(names)}\n"
+
+
 def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
@@ -313,6 +349,18 @@ def _run(script: dict[str, Any]) -> int:
             _fork_grandchild(gates)
         elif "exit" in step:
             return int(step["exit"])
+        elif "signal" in step:
+            number = _SIGNALS[str(step["signal"])]
+            if number != signal.SIGKILL:  # SIGKILL's action cannot be set
+                signal.signal(number, signal.SIG_DFL)
+            os.kill(os.getpid(), number)
+            _hang(gates, parent)  # not reached: the signal ends the process
+        elif "ignore_term" in step:
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        elif "env_save" in step:
+            (gates / f"env-{step['env_save']}").write_text(json.dumps(dict(os.environ)))
+        elif "env_check" in step:
+            _write_all(2, _env_differs(gates / f"env-{step['env_check']}").encode())
         elif "drip" in step:
             data = str(step["text"]).encode()
             for i in range(int(step["count"])):

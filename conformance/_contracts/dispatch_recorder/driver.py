@@ -36,6 +36,7 @@ from seamspec.conformance._contracts.dispatch_recorder.scripted import (
 )
 from seamspec.conformance._core.adapter import Trace
 from seamspec.conformance._core.errors import ImplementationError, Unsupported
+from seamspec.conformance._core.patience import patient
 from seamspec.conformance._core.settle import all_tasks_blocked
 from seamspec.conformance._core.tracer import Tracer
 from seamspec.reference import DispatchRecorder, KeySigner, Message, Signer
@@ -226,7 +227,7 @@ class _Run:
         parts = Participants(self.given, self.tracer, self.gates)
         self.tracer.emit("turn_start")
         try:
-            with anyio.CancelScope(deadline=anyio.current_time() + TURN_LIMIT) as scope:
+            with anyio.CancelScope(deadline=anyio.current_time() + patient(TURN_LIMIT)) as scope:
                 self.scope = scope
                 task_status.started()
                 try:
@@ -239,7 +240,7 @@ class _Run:
                     )  # fmt: skip
                 except anyio.get_cancelled_exc_class():
                     if not self.cancelled:
-                        self.tracer.emit("kit_timeout", seconds=TURN_LIMIT)
+                        self.tracer.emit("kit_timeout", seconds=patient(TURN_LIMIT))
                     self._end("cancelled")
                     raise
                 except Exception as error:
@@ -273,7 +274,7 @@ class _Run:
         cancellation) is a hang, an :class:`ImplementationError`.
         """
         started = anyio.current_time()
-        deadline = started + WAIT_LIMIT
+        deadline = started + WAIT_LIMIT  # an error when it runs out: never capped
         if self.scope is not None and not self.done.is_set():
             # A turn still running: give up only once the kit's own limit has stopped it
             # and it still has not ended (it ignores cancellation).

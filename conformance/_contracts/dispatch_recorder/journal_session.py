@@ -98,6 +98,16 @@ def verdict_fields(found: Mapping[str, Any], where: str) -> dict[str, Any]:
     }  # fmt: skip
 
 
+def _earlier_context(n: int, chars: int | None) -> str:
+    """The context of the existing journal's entry ``n``: a short sentence, or with
+    ``chars`` that sentence filled out (or cut) to exactly ``chars`` characters."""
+    text = f"recorded before this session ({n})"
+    if chars is None:
+        return text
+    filler = " context an earlier session recorded"
+    return (text + filler * (chars // len(filler) + 1))[:chars]
+
+
 class JournalSession:
     """One journal scenario's kit side; create it in a folder the kit owns and removes."""
 
@@ -127,6 +137,7 @@ class JournalSession:
                 int(existing["entries"]), bool(existing.get("torn_tail")),
                 None if damaged is None else int(damaged),
                 lost_newline=bool(existing.get("lost_newline")),
+                context_chars=existing.get("context_chars"),
             )  # fmt: skip
 
     @property
@@ -179,16 +190,23 @@ class JournalSession:
         return events
 
     def _write_existing(
-        self, entries: int, torn: bool, damaged: int | None, *, lost_newline: bool = False
+        self,
+        entries: int,
+        torn: bool,
+        damaged: int | None,
+        *,
+        lost_newline: bool = False,
+        context_chars: int | None = None,
     ) -> None:
         """The journal an earlier session left: ``entries`` complete entries signed with
         the scenario's key; if ``torn``, the first half of one more (no newline); if
         ``damaged``, that entry's mutation changed after it was signed; if
         ``lost_newline``, the last entry without its newline (the entries before it are
-        then the journal to continue)."""
+        then the journal to continue). With ``context_chars``, each entry's context is
+        that long: a journal of a few MiB, with lines longer than any small buffer."""
         mutations = [
             {"kind": "context_injection", "tool_call_id": f"earlier-{n}",
-             "tool_name": "earlier_session", "context": f"recorded before this session ({n})"}
+             "tool_name": "earlier_session", "context": _earlier_context(n, context_chars)}
             for n in range(entries + 1)
         ]  # fmt: skip
         self.existing = journal_bytes(self.key, mutations[:entries])

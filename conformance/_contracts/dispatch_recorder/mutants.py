@@ -39,6 +39,7 @@ from seamspec.conformance._contracts.dispatch_recorder.outsiders import (
     batch7,
     batch8,
     batch9,
+    batch10,
 )
 from seamspec.conformance._contracts.dispatch_recorder.reference_adapter import ReferenceDispatch
 from seamspec.conformance._core.python_adapter import PythonAdapter
@@ -613,6 +614,7 @@ _OUTSIDERS = (
             (7, batch7),
             (8, batch8),
             (9, batch9),
+            (10, batch10),
         )
         for name, variant in batch.MUTANTS.items()
     )

@@ -60,6 +60,13 @@ class _Call:
         #: The tool raised: its result is the implementation's own failure text, which the
         #: kit knows only from the redaction record the implementation made of it.
         self.raised = self.result is None and any("raised" in e for e in exits)
+        #: What the post-dispatch policy was asked about (its ``redaction_asked`` events):
+        #: for a tool that raised, the only place the kit learns its failure text.
+        self.asked = [
+            str(ev.events[i].get("result"))
+            for i in ev.all("redaction_asked", call=self.cid)
+            if i in window
+        ]
         self.message = ev.tool_message(self.cid, nth)
         self.approval_i = next((i for i in ev.all("approval", call=self.cid) if i in window), None)
 
@@ -258,14 +265,18 @@ class _Call:
                 )
 
     def failure_text(self) -> str | None:
-        """A raised tool's failure text, as its first redaction record carries it.
+        """A raised tool's failure text: what the kit's post-dispatch policy was asked
+        about (its ``redaction_asked`` event), else what the first redaction record carries.
 
-        The contract does not fix that text (nor that the policy is asked about it), so a
-        raised tool is judged only once the implementation recorded a redaction of it:
-        from then on the text it handed over is the original DR-REDACT-FAIL withholds.
+        The contract does not fix that text, so a raised tool is judged only once the
+        policy was asked about it or a redaction of it was recorded: from then on it is the
+        original the record must carry (DR-ONE-RECORD) and DR-REDACT-FAIL withholds.
         """
         if not self.raised:
             return None
+        if self.asked:
+            # The text the policy redacted is the original the record must carry.
+            return self.asked[0]
         for r in self.records:
             payload = r["enter"].get("payload") or {}
             if r["enter"].get("kind") == "result_redaction" and "original_result" in payload:

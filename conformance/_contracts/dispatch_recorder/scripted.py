@@ -131,6 +131,9 @@ class Participants:
 
     async def after_dispatch(self, call: ToolCall, result: str) -> str | None:
         redacted = policy_for(dict(self.given), call.id).get("redact")
+        # The text the policy was asked about: for a tool that raised, the executor's own
+        # failure text, which a redaction record must carry as its original (DR-ONE-RECORD).
+        self.tracer.emit("redaction_asked", call=call.id, result=result)
         return None if redacted is None else str(redacted)
 
     async def approve(self, call: ToolCall, reason: str) -> bool:

@@ -47,6 +47,7 @@ from seamspec.conformance._contracts.shell_output.model import (
 )
 from seamspec.conformance._core.adapter import Trace
 from seamspec.conformance._core.errors import ImplementationError
+from seamspec.conformance._core.patience import patient
 from seamspec.conformance._core.tracer import Tracer
 from seamspec.reference._shell_output import emitter as _emitter
 
@@ -301,7 +302,9 @@ class _Run:
 
     async def _wait_calls(self, *, kit_timeout: bool) -> None:
         for ident, event in self.done.items():
-            with anyio.move_on_after(WAIT_LIMIT):
+            # past the first wait a kit_timeout, which a cap may shorten; past the second an
+            # error, which it must not (a mutant's verdict would become an error)
+            with anyio.move_on_after(patient(WAIT_LIMIT) if kit_timeout else WAIT_LIMIT):
                 await event.wait()
             if event.is_set():
                 continue
@@ -334,7 +337,7 @@ class _Run:
             self.tracer.emit("thread", role="caller", invocation=None, thread=self.threads.label())
             return function()
 
-        with anyio.move_on_after(WAIT_LIMIT):
+        with anyio.move_on_after(patient(WAIT_LIMIT)):
             return await anyio.to_thread.run_sync(call, abandon_on_cancel=True)
         self.tracer.emit("kit_timeout", call=what, waiting="api")
         return None
@@ -366,7 +369,7 @@ class _Run:
         elif verb == "cancel":
             await self._cancel(cancel_target(body))
         elif verb == "join":
-            with anyio.move_on_after(WAIT_LIMIT):
+            with anyio.move_on_after(patient(WAIT_LIMIT)):
                 await self.done[body].wait()
             if not self.done[body].is_set():
                 self.tracer.emit("kit_timeout", call=body, waiting="join")
@@ -392,7 +395,7 @@ class _Run:
             await self._sync(ident, self.sessions[ident].cancel)
         else:
             self.scopes[ident].cancel()
-            with anyio.move_on_after(WAIT_LIMIT):
+            with anyio.move_on_after(patient(WAIT_LIMIT)):
                 await self.done[ident].wait()
             if not self.done[ident].is_set():
                 self.tracer.emit("kit_timeout", call=ident, waiting="cancel")
@@ -450,7 +453,7 @@ class _Run:
     async def _wait_entered(self, index: int, body: dict[str, Any]) -> None:
         wanted = int(body.get("count", 1))
         hook = body.get("hook", "on_output")
-        with anyio.move_on_after(WAIT_LIMIT):
+        with anyio.move_on_after(patient(WAIT_LIMIT)):
             while (
                 self.tracer.count("callback_enter", observer=body["observer"], hook=hook) < wanted
             ):
@@ -501,7 +504,7 @@ class _Run:
         try:
             with anyio.CancelScope() as scope:
                 self.scopes[ident] = scope
-                scope.deadline = anyio.current_time() + CALL_LIMIT
+                scope.deadline = anyio.current_time() + patient(CALL_LIMIT)
                 task_status.started()
                 started = time.monotonic()
                 try:

@@ -12,6 +12,7 @@ from typing import Any
 
 from seamspec.reference._shell_output.emitter import (
     detached_grandchildren,
+    ends_by_signal,
     expected_exit,
     expected_output,
     has_grandchild,
@@ -28,6 +29,7 @@ __all__ = [
     "cancel_target",
     "cap",
     "detached_grandchildren",
+    "ends_by_signal",
     "expected_exit",
     "expected_output",
     "has_grandchild",

@@ -43,6 +43,7 @@ from seamspec.conformance._contracts.shell_output.outsiders import (
     batch7,
     batch8,
     batch9,
+    batch10,
 )
 from seamspec.conformance._contracts.shell_output.reference_adapter import ReferenceShellOutput
 from seamspec.conformance._core.python_adapter import PythonAdapter
@@ -155,6 +156,7 @@ _BATCHES: tuple[tuple[int, ModuleType, Collection[str]], ...] = (
     (7, batch7, ()),
     (8, batch8, set(batch8.UNSEEN) - NOW_SEEN),
     (9, batch9, set(batch9.UNSEEN) - NOW_SEEN),
+    (10, batch10, batch10.UNSEEN),
 )
 
 #: Each outsider base as written, where a scenario found a bug in the base itself: every

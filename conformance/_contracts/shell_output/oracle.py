@@ -14,6 +14,7 @@ from typing import Any
 from seamspec.conformance._contracts.shell_output.history import STREAMS, Call, History
 from seamspec.conformance._contracts.shell_output.model import (
     detached_grandchildren,
+    ends_by_signal,
     expected_exit,
     expected_output,
     has_finish,
@@ -347,6 +348,12 @@ class _Oracle(History):
             )
             if not finishes:
                 self.flag_prior_panic(name, call)
+                if ends_by_signal(call.body.get("script", [])):
+                    self.flag(
+                        "SOO-ERROR-NO-FINISH",
+                        f"{name}: the child was killed by a signal the runner did not send, "
+                        "which is a completion, not a failure, yet on_finish never came",
+                    )
             if self.prior_finish_panic(call):
                 self.flag(
                     "SOO-FINISH-PANIC", f"{name}: an earlier on_finish failure changed delivery"

@@ -13,6 +13,7 @@ from __future__ import annotations
 from seamspec.conformance._contracts.shell_output.history import STREAMS, Call, History
 from seamspec.conformance._contracts.shell_output.model import (
     detached_grandchildren,
+    ends_by_signal,
     expected_exit,
     expected_output,
     has_grandchild,
@@ -69,6 +70,12 @@ def check_envelope(
         ]
     written = expected_output(script)
     want: dict[str, object] = {"exit_code": expected_exit(script), "timed_out": False}
+    if ends_by_signal(script):
+        # How a signal death is reported (Python's negative code, a shell's 128 + N, a
+        # missing code) is the runner's; only "not an exit of 0" is judged.
+        del want["exit_code"]
+        if result.get("exit_code") == 0:
+            want["exit_code"] = "not 0 (the child was killed by a signal)"
     for s in STREAMS:
         want[f"{s}_hex"] = written[s][: history.cap].hex()
         want[f"{s}_truncated"] = len(written[s]) > history.cap
@@ -137,6 +144,7 @@ def check_bounds(history: History, call: Call) -> list[Violation]:
             out.append((rule, f"{call.ident}: the trace does not say how long the call took"))
         elif elapsed > float(bound):
             out.append((rule, f"{call.ident}: returned after {elapsed:.2f} s, {why} ({bound} s)"))
+    out += _not_before_limit(history, call)
     cancel_bound = _cancel_bound(history, call)
     if cancel_bound is not None and call.cancel_end is not None:
         elapsed = call.cancel_end.get("elapsed")
@@ -151,6 +159,33 @@ def check_bounds(history: History, call: Call) -> list[Violation]:
                 )
             )
     return out
+
+
+#: How much earlier than its limit the driver may see a timed-out call return (clocks).
+EARLY_SLACK = 0.01
+
+
+def _not_before_limit(history: History, call: Call) -> list[Violation]:
+    """A timed-out call must not have returned before its limit (SOO-TIMEOUT, wall-clock).
+
+    The driver starts its clock before the call, so a limit kept to the letter is never
+    seen early; a limit rounded down (0.3 s taken as 0) is. Rounding up is not judged.
+    """
+    end = call.end
+    limit = time_limit(history.given, call.body)
+    if end is None or end.get("outcome") != "returned" or not limit:
+        return []
+    elapsed = end.get("elapsed")
+    if not end.get("result", {}).get("timed_out") or not isinstance(elapsed, (int, float)):
+        return []
+    if elapsed >= float(limit) - EARLY_SLACK:
+        return []
+    return [
+        (
+            "SOO-TIMEOUT",
+            f"{call.ident}: timed out after {elapsed:.3f} s, before its {limit} s limit",
+        )
+    ]
 
 
 def _run_bound_rule(history: History, call: Call) -> tuple[str, str]:

@@ -28,6 +28,7 @@ from seamspec.conformance._contracts.write_observer_chain.model import (
 )
 from seamspec.conformance._core.adapter import Trace
 from seamspec.conformance._core.errors import ImplementationError
+from seamspec.conformance._core.patience import patient
 from seamspec.conformance._core.settle import all_tasks_blocked
 from seamspec.conformance._core.tracer import Tracer
 
@@ -398,7 +399,7 @@ class _Run:
             for index, step in enumerate(self.when):
                 await self._step(index, step, chain, tools, group)
             for ident, event in self.done.items():
-                with anyio.fail_after(WAIT_LIMIT):
+                with anyio.fail_after(WAIT_LIMIT):  # an error when it runs out: never capped
                     try:
                         await event.wait()
                     except TimeoutError:
@@ -428,14 +429,14 @@ class _Run:
         self.tracer.emit("call_start", call=ident, hook=hook, path=path)
         began = time.monotonic()
         try:
-            with anyio.CancelScope(deadline=anyio.current_time() + CALL_LIMIT) as scope:
+            with anyio.CancelScope(deadline=anyio.current_time() + patient(CALL_LIMIT)) as scope:
                 self.scopes[ident] = scope
                 task_status.started()
                 try:
                     value = await getattr(chain, hook)(self._inside(path))
                 except anyio.get_cancelled_exc_class():
                     if anyio.current_time() >= scope.deadline and ident not in self.cancelled:
-                        self.tracer.emit("kit_timeout", call=ident, seconds=CALL_LIMIT)
+                        self.tracer.emit("kit_timeout", call=ident, seconds=patient(CALL_LIMIT))
                     self.tracer.emit(
                         "call_end", call=ident, outcome="cancelled", elapsed=_since(began)
                     )
@@ -471,7 +472,7 @@ class _Run:
         elif verb == "wait_entered":
             wanted = int(body.get("count", 1))
             try:
-                with anyio.fail_after(WAIT_LIMIT):
+                with anyio.fail_after(WAIT_LIMIT):  # an error when it runs out: never capped
                     while (
                         self.tracer.count(
                             "hook_enter", observer=body["observer"], hook=body["hook"]
@@ -561,7 +562,9 @@ class _Run:
         limited = is_limited(self.given)
         began = time.monotonic()
         try:
-            with anyio.move_on_after(CALL_LIMIT if limited else WAIT_LIMIT) as waited:
+            with anyio.move_on_after(
+                patient(CALL_LIMIT) if limited else WAIT_LIMIT  # only a kit_timeout is capped
+            ) as waited:
                 result = await getattr(tools, verb)(path, *args)
         except anyio.get_cancelled_exc_class():
             if waited.cancel_called or ident in self.cancelled:
@@ -596,7 +599,7 @@ class _Run:
             return
         if waited.cancelled_caught:
             if limited:
-                self.tracer.emit("kit_timeout", call=ident, seconds=CALL_LIMIT)
+                self.tracer.emit("kit_timeout", call=ident, seconds=patient(CALL_LIMIT))
                 return
             raise ImplementationError(
                 f"the {verb} tool ({ident}) did not return within {WAIT_LIMIT} s",

@@ -276,6 +276,43 @@ class _EditVerifiedByAbsence(WriteTools):
 
 
 #: (name, rule, statement, tools class, chain class) of every seam mutant, in catalogue order.
+class _RollbackOnCancel(WriteTools):
+    """Puts the file's old bytes back when its caller is cancelled, then re-raises.
+
+    It returns no result, so only the file shows it undid a mutation (decision 7).
+    """
+
+    async def _mutate(self, target: Path, rel: str, data: bytes, message: str) -> ToolResult:
+        original = target.read_bytes() if target.is_file() else None
+        try:
+            return await super()._mutate(target, rel, data, message)
+        except BaseException:
+            if original is None:
+                target.unlink(missing_ok=True)
+            else:
+                target.write_bytes(original)
+            raise
+
+
+class _MutatesWhenCancelled(WriteTools):
+    """Finishes the mutation when its caller is cancelled in ``before_write``, then
+    re-raises ("the write was already decided")."""
+
+    async def _mutate(self, target: Path, rel: str, data: bytes, message: str) -> ToolResult:
+        try:
+            await self._before(target)
+        except BaseException:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
+            raise
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
+        except OSError as error:
+            return ToolResult(False, f"write failed: {error}")
+        return ToolResult(True, message, await self._after(target))
+
+
 TOOL_MUTANTS: tuple[tuple[str, str, str, type[WriteTools], type[WriteObserverChain]], ...] = (
     ("woc-seam-deny-late", "WOC-SEAM-DENIED",
      "applies the deny rules after before_write, so refused paths reach observers",
@@ -308,6 +345,12 @@ TOOL_MUTANTS: tuple[tuple[str, str, str, type[WriteTools], type[WriteObserverCha
     ("woc-seam-same-size-skipped", "WOC-SEAM-FAILED-WRITE",
      "skips the disk write when the new content has the old file's size, yet reports success",
      _SameSizeSkipped, WriteObserverChain),
+    ("woc-cancel-tool-rolls-back", "WOC-CANCEL",
+     "puts the old bytes back when the tool's caller is cancelled after the mutation, then "
+     "lets the cancellation out", _RollbackOnCancel, WriteObserverChain),
+    ("woc-cancel-tool-mutates-anyway", "WOC-CANCEL",
+     "still makes the mutation when the tool's caller is cancelled inside before_write, then "
+     "lets the cancellation out", _MutatesWhenCancelled, WriteObserverChain),
     ("woc-seam-failure-is-error", "WOC-SEAM-NO-ERROR",
      "reports a write during which an observer failed as ok=False", _FailureIsError,
      FailureRecordingChain),

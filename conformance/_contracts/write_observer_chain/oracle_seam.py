@@ -83,7 +83,7 @@ class SeamChecks(OracleBase):
         call, path = body["id"], body["path"]
         result = self.t.tool_results.get(call)
         start = self.t.tool_starts.get(call, {})
-        if call in self.t.cancels and self._check_cancelled_tool(call, verb, result):
+        if call in self.t.cancels and self._check_cancelled_tool(call, verb, body, result):
             return
         if result is None:
             if call in self.t.kit_timeouts:
@@ -166,7 +166,9 @@ class SeamChecks(OracleBase):
         self._check_took_effect(call, verb, before, after, posts)
         self._check_text(call, result, after_entered)
 
-    def _check_cancelled_tool(self, call: str, verb: str, result: dict[str, Any] | None) -> bool:
+    def _check_cancelled_tool(
+        self, call: str, verb: str, body: dict[str, Any], result: dict[str, Any] | None
+    ) -> bool:
         """A tool whose caller was cancelled: the cancellation propagates out of it at once.
 
         The tool's hooks get the caller's cancellation like a direct call's (WOC-CANCEL):
@@ -194,7 +196,54 @@ class SeamChecks(OracleBase):
                 f"{call}: the {verb} tool's caller was cancelled, yet the tool went on and "
                 f"returned ok={result.get('ok')}; the cancellation must propagate out of it",
             )
+        self._check_cancelled_mutation(call, verb, body, cancel_i)
         return True
+
+    def _check_cancelled_mutation(
+        self, call: str, verb: str, body: dict[str, Any], cancel_i: int
+    ) -> None:
+        """A cancelled tool undoes nothing and mutates nothing after the cancel (decision 7).
+
+        Cancelled in ``after_write``, the mutation had happened: the file must still hold
+        what it wrote (a roll-back that then re-raises is still a roll-back). Cancelled
+        inside ``before_write``, the mutation had not: the file must be as it was. Judged
+        from the file the kit read when the cancellation came out of the tool; not judged
+        when a builtin formatter may have rewritten the file.
+        """
+        gone = self.t.tool_cancels.get(call)
+        start = self.t.tool_starts.get(call, {})
+        if gone is None or "content_after" not in gone or "content_before" not in start:
+            return
+        if self.rewrites:
+            return
+        before, after = start["content_before"], gone["content_after"]
+        entered = [(i, e) for i, e in self.t.enters.get(call, []) if i < cancel_i]
+        if any(e.get("hook") == "after_write" for _, e in entered):
+            posts = post_images(verb, body, before)
+            if after not in posts:
+                self.flag(
+                    "WOC-CANCEL",
+                    f"{call}: the {verb} tool's caller was cancelled after the mutation, in "
+                    f"after_write, yet the file then held {after!r}, not {posts[0]!r}: a "
+                    "cancelled tool undoes nothing it has done",
+                )
+            return
+        inside = [
+            (i, e)
+            for i, e in entered
+            if e.get("hook") == "before_write"
+            and (
+                (found := self.t.exit_after(call, str(e.get("observer")), "before_write", i))
+                is None
+                or found[0] > cancel_i
+            )
+        ]
+        if inside and after != before:
+            self.flag(
+                "WOC-CANCEL",
+                f"{call}: the {verb} tool's caller was cancelled inside before_write, yet the "
+                f"file then held {after!r}, not {before!r}: a cancelled tool makes no mutation",
+            )
 
     def _check_hook_paths(
         self, call: str, path: str, entered: list[tuple[int, dict[str, Any]]]

@@ -142,8 +142,9 @@ class Run {
       async beforeDispatch(call) {
         return policyFor(given, call.id).pre;
       },
-      async afterDispatch(call) {
+      async afterDispatch(call, result) {
         const redacted = policyFor(given, call.id).redact;
+        run.emit("redaction_asked", { call: call.id, result });
         return redacted == null ? null : String(redacted);
       },
       async approve(call) {

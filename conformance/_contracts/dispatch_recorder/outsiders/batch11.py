@@ -228,7 +228,6 @@ PENDING: dict[str, str] = {
     "out-dr11-verify-sig-dollar": _UNSEEN,
     "out-dr11-fsync-error-ignored": _UNSEEN,
     "out-dr11-reopen-cuts-replaced-newline": _UNSEEN,
-    "out-dr11-commit-raise-hides-cancel": _UNSEEN,
 }
 
 #: Variants that are not bugs (upstream and seamspec allow what they do), with why; kept

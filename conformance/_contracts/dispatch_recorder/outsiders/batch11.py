@@ -226,7 +226,6 @@ _UNSEEN = "survived the first try (main e41a630); no scenario kills it yet"
 #: Variants kept but not yet registered as mutants (no scenario kills them yet), with why.
 PENDING: dict[str, str] = {
     "out-dr11-fsync-error-ignored": _UNSEEN,
-    "out-dr11-reopen-cuts-replaced-newline": _UNSEEN,
 }
 
 #: Variants that are not bugs (upstream and seamspec allow what they do), with why; kept

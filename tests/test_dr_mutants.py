@@ -35,6 +35,7 @@ from seamspec.conformance._contracts.dispatch_recorder.outsiders import base7 as
 from seamspec.conformance._contracts.dispatch_recorder.outsiders import base8 as outsider_base8
 from seamspec.conformance._contracts.dispatch_recorder.outsiders import base9 as outsider_base9
 from seamspec.conformance._contracts.dispatch_recorder.outsiders import base10 as outsider_base10
+from seamspec.conformance._contracts.dispatch_recorder.outsiders import base11 as outsider_base11
 from seamspec.conformance._contracts.dispatch_recorder.outsiders import (
     batch1,
     batch3,
@@ -45,6 +46,7 @@ from seamspec.conformance._contracts.dispatch_recorder.outsiders import (
     batch8,
     batch9,
     batch10,
+    batch11,
 )
 from seamspec.conformance._core.runner import Finding
 from seamspec.conformance._quality.mutants import all_mutants
@@ -76,6 +78,7 @@ def _all_results(backend: str) -> dict[str, list[ScenarioResult]]:
         "outsider-base-8": Runner(outsider_base8.build(backend), timeout=30.0, profile="strict"),
         "outsider-base-9": Runner(outsider_base9.build(backend), timeout=30.0, profile="strict"),
         "outsider-base-10": Runner(outsider_base10.build(backend), timeout=30.0, profile="strict"),
+        "outsider-base-11": Runner(outsider_base11.build(backend), timeout=30.0, profile="strict"),
     }
     runners.update(
         {
@@ -119,6 +122,7 @@ def _kills(name: str, backend: str) -> list[ScenarioResult]:
         "outsider-base-8",
         "outsider-base-9",
         "outsider-base-10",
+        "outsider-base-11",
     ],
 )
 def test_controls_pass_every_dr_scenario(control: str, backend: str) -> None:
@@ -257,3 +261,18 @@ def test_outsider_batch_10_is_registered_whole() -> None:
     assert len(batch10.VARIANTS) == 6
     assert set(batch10.RELABELLED) <= set(batch10.MUTANTS)
     assert not set(batch10.REJECTED) & set(MUTANTS)
+
+
+def test_outsider_batch_11_is_registered_whole() -> None:
+    """Every variant of batch 11 but the pending and rejected ones is a mutant, under its
+    own name, with its (possibly relabelled) rule and the outsider's words."""
+    assert set(batch11.MUTANTS) == (
+        set(batch11.VARIANTS) - set(batch11.PENDING) - set(batch11.REJECTED)
+    )
+    for name, variant in batch11.MUTANTS.items():
+        mutant = MUTANTS[name]
+        assert (mutant.rule, mutant.statement) == (variant.rule, variant.statement)
+        assert mutant.origin == "outsider batch 11"
+    assert len(batch11.VARIANTS) == 6
+    assert set(batch11.RELABELLED) <= set(batch11.MUTANTS)
+    assert not set(batch11.REJECTED) & set(MUTANTS)

@@ -137,6 +137,7 @@ class JournalSession:
                 int(existing["entries"]), bool(existing.get("torn_tail")),
                 None if damaged is None else int(damaged),
                 lost_newline=bool(existing.get("lost_newline")),
+                newline_replaced_by=existing.get("newline_replaced_by"),
                 context_chars=existing.get("context_chars"),
             )  # fmt: skip
 
@@ -196,13 +197,15 @@ class JournalSession:
         damaged: int | None,
         *,
         lost_newline: bool = False,
+        newline_replaced_by: str | None = None,
         context_chars: int | None = None,
     ) -> None:
         """The journal an earlier session left: ``entries`` complete entries signed with
         the scenario's key; if ``torn``, the first half of one more (no newline); if
         ``damaged``, that entry's mutation changed after it was signed; if
         ``lost_newline``, the last entry without its newline (the entries before it are
-        then the journal to continue). With ``context_chars``, each entry's context is
+        then the journal to continue); ``newline_replaced_by``, the same but that newline
+        overwritten by another character instead of lost. With ``context_chars``, each entry's context is
         that long: a journal of a few MiB, with lines longer than any small buffer."""
         mutations = [
             {"kind": "context_injection", "tool_call_id": f"earlier-{n}",
@@ -216,11 +219,11 @@ class JournalSession:
         if torn:
             whole = journal_bytes(self.key, mutations)[len(self.existing) :]
             data += whole[: len(whole) // 2]
-        if lost_newline and entries:
+        if (lost_newline or newline_replaced_by is not None) and entries:
             self.existing = journal_bytes(self.key, mutations[: entries - 1])
             self.existing_entries = entries - 1
             self.existing_lost = data[len(self.existing) : -1]
-            data = data[:-1]
+            data = data[:-1] + (newline_replaced_by or "").encode("utf-8")
         if damaged is not None:
             edit = {"entry": damaged, "field": "mutation.context", "value": "changed later"}
             data = tamper_bytes(data, {"edit": edit}, self.key)

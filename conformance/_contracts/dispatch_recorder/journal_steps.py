@@ -88,6 +88,12 @@ def _reencode(entry: dict[str, Any], style: str) -> bytes:
         # decoder that ignores case (bytes.fromhex), other bytes in the file
         field = style.removeprefix("uppercase_")
         text = canonical({**entry, field: str(entry[field]).upper()}).decode("utf-8")
+    elif style in ("newline_after_sig", "newline_after_prev"):
+        # the same hex digits followed by a newline (written canonically: "\\n" inside
+        # the JSON string): the same bytes to a decoder that skips whitespace
+        # (bytes.fromhex), and a match for a check written as re.match("^...$")
+        field = style.removeprefix("newline_after_")
+        text = canonical({**entry, field: str(entry[field]) + "\n"}).decode("utf-8")
     else:  # "escaped": the tool call id spelt with \\u escapes
         ident = str(entry["mutation"].get("tool_call_id", ""))
         escaped = '"' + "".join(f"\\u{ord(c):04x}" for c in ident) + '"'

@@ -218,6 +218,17 @@ def lint(data: dict[str, Any]) -> list[tuple[tuple[str | int, ...], str]]:
             "lost_newline takes the newline of the last entry: it needs at least one entry, "
             "and neither a torn tail nor a damaged entry after or in it",
         ))  # fmt: skip
+    if "newline_replaced_by" in existing and (
+        existing.get("entries", 0) < 1
+        or existing.get("torn_tail")
+        or "damaged_entry" in existing
+        or existing.get("lost_newline")
+    ):
+        problems.append((
+            ("given", "recorder", "existing_journal", "newline_replaced_by"),
+            "newline_replaced_by overwrites the newline of the last entry: it needs at least "
+            "one entry, and neither lost_newline, a torn tail nor a damaged entry with it",
+        ))  # fmt: skip
     if recorder and "existing_journal" in recorder and not journal:
         problems.append((
             ("given", "recorder", "existing_journal"),

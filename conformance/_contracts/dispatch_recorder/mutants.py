@@ -40,6 +40,7 @@ from seamspec.conformance._contracts.dispatch_recorder.outsiders import (
     batch8,
     batch9,
     batch10,
+    batch11,
 )
 from seamspec.conformance._contracts.dispatch_recorder.reference_adapter import ReferenceDispatch
 from seamspec.conformance._core.python_adapter import PythonAdapter
@@ -615,6 +616,7 @@ _OUTSIDERS = (
             (8, batch8),
             (9, batch9),
             (10, batch10),
+            (11, batch11),
         )
         for name, variant in batch.MUTANTS.items()
     )

@@ -21,7 +21,12 @@ checks that the version is the integer 2, and the bug as written is batch 6's
 for a cancellation, so a turn cancelled while a deaf redaction record ran, and which then
 raised, carried on to its next call (``cancel-while-a-deaf-redaction-record-raises``);
 both now look for it first, and the bug as written is the mutant
-``out-dr-raise-hides-cancel``.
+``out-dr-raise-hides-cancel``. Batch 11's scenarios found another: the verifier took a
+``sig`` for hex if it was lower case and ``bytes.fromhex`` read it, and ``fromhex`` skips
+whitespace, so an entry whose ``sig`` was the right digits followed by a newline verified
+(``journal-newline-after-sig-detected``); it now checks for exactly 128 lower-case hex
+digits, and the same bug, written another way, is batch 11's
+``out-dr11-verify-sig-dollar``.
 """
 
 from __future__ import annotations
@@ -416,6 +421,8 @@ class Verifier:
         sig = entry["sig"]
         if not isinstance(sig, str) or sig != sig.lower():
             return "signature is not lower-case hex"
+        if len(sig) != 128 or not set(sig) <= set("0123456789abcdef"):  # fixed by the kit
+            return "signature is not 128 lower-case hex digits"
         try:
             signature = bytes.fromhex(sig)
         except ValueError:

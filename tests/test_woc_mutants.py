@@ -56,6 +56,9 @@ from seamspec.conformance._contracts.write_observer_chain.outsiders import (
     base10 as outsider_base10,
 )
 from seamspec.conformance._contracts.write_observer_chain.outsiders import (
+    base11 as outsider_base11,
+)
+from seamspec.conformance._contracts.write_observer_chain.outsiders import (
     batch1,
     batch2,
     batch3,
@@ -66,6 +69,7 @@ from seamspec.conformance._contracts.write_observer_chain.outsiders import (
     batch8,
     batch9,
     batch10,
+    batch11,
 )
 from seamspec.conformance._core.runner import Finding
 
@@ -84,6 +88,8 @@ CONTROLS = (
     "outsider-base-9",
     "outsider-base-10",
     "outsider-base-10-trio",
+    "outsider-base-11",
+    "outsider-base-11-trio",
 )
 
 #: Rules whose mutants may be caught at SHOULD level, with the reason.
@@ -152,6 +158,10 @@ def _adapter(adapter_name: str) -> Adapter:
         return outsider_base10.adapter()
     if adapter_name == "outsider-base-10-trio":
         return outsider_base10.adapter_trio()
+    if adapter_name == "outsider-base-11":
+        return outsider_base11.adapter()
+    if adapter_name == "outsider-base-11-trio":
+        return outsider_base11.adapter_trio()
     return mutant_adapter(adapter_name)
 
 
@@ -228,12 +238,13 @@ def test_should_only_rules_are_should_rules() -> None:
         (batch8, "outsider batch 8", 7),
         (batch9, "outsider batch 9", 7),
         (batch10, "outsider batch 10", 7),
+        (batch11, "outsider batch 11", 7),
     ],
 )
 def test_outsider_batch_is_registered_whole(batch: Any, origin: str, size: int) -> None:
     """Every variant of the batch is a mutant, under its own name, rule and statement."""
     for name, variant in batch.MUTANTS.items():
-        # batch 1's prefix, then batches 4-10's
+        # batch 1's prefix, then batches 4-11's
         assert name.startswith(
             (
                 "out-woc-",
@@ -244,6 +255,7 @@ def test_outsider_batch_is_registered_whole(batch: Any, origin: str, size: int) 
                 "out-woc8-",
                 "out-woc9-",
                 "out-woc10-",
+                "out-woc11-",
             )
         )
         mutant = MUTANTS[name]

@@ -245,7 +245,8 @@ def canonical(value: Any) -> bytes:
 
 
 def raw_public_key(public_key: Any) -> bytes:
-    return public_key.public_bytes(Encoding.Raw, PublicFormat.Raw)
+    raw: bytes = public_key.public_bytes(Encoding.Raw, PublicFormat.Raw)
+    return raw
 
 
 def genesis(public_key: Any) -> str:

@@ -479,7 +479,8 @@ class Implementation:
             approver=approver, record_time_limit=record_time_limit,
             commit_time_limit=commit_time_limit,
         )  # fmt: skip
-        return await harness.turn(prompt)
+        messages: Sequence[Message] = await harness.turn(prompt)
+        return messages
 
     def open_journal(self, path: Any, signer: Any, *, fsync: Any = os.fsync) -> Any:
         return self.journal_class(path, signer, fsync=fsync)

@@ -166,7 +166,8 @@ class Tools:
 
     async def _after(self, path: Path) -> str | None:
         try:
-            return await self.observer.after_write(path)
+            annotation: str | None = await self.observer.after_write(path)
+            return annotation
         except Exception:
             return None
 

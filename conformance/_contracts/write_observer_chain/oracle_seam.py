@@ -157,7 +157,19 @@ class SeamChecks(OracleBase):
                 "times in the file, yet the edit reported success; an ambiguous edit must fail "
                 "and leave the file alone",
             )
+        missing = verb == "edit" and before is not None and body["old"] not in before
+        if missing:
+            # Nothing to replace: no edit was made as asked, whatever the tool changed.
+            self.flag(
+                "WOC-SEAM-FAILED-WRITE",
+                f"{call}: the old text {body['old']!r} does not occur in the file, yet the "
+                "edit reported success; a text that is not there cannot be replaced (not by "
+                "a near match either), so the tool must report the error",
+            )
         posts = post_images(verb, body, before)
+        if missing:
+            self._check_text(call, result, after_entered)
+            return
         if afters and afters[0].get("sees") not in posts:
             self.flag(
                 "WOC-SEAM-POST",

@@ -9,6 +9,7 @@ oracle knows what a conforming tool must have written and reported.
 
 from __future__ import annotations
 
+import posixpath
 from typing import Any
 
 from seamspec.conformance._contracts.write_observer_chain.joins import (
@@ -432,8 +433,10 @@ class SeamChecks(OracleBase):
         (optional: an adapter that does not list them is not judged on them). The kit makes the
         parent folders of the given files, links and outside files; an allowed write may
         make the folders it needs, which are never refused places. Any other folder in a
-        refused place, or outside, was made by a tool for a write it was to refuse; and the
-        sandbox's parent folder holds nothing but the sandbox and ``outside`` (``beside``).
+        refused place, or outside, was made by a tool for a write it was to refuse, and so
+        was a new folder in an allowed place on the way to a refused path (``sub/`` of a
+        refused ``sub/x.lock``) that no allowed tool call needed; and the sandbox's parent
+        folder holds nothing but the sandbox and ``outside`` (``beside``).
         """
         made = {
             p
@@ -442,12 +445,22 @@ class SeamChecks(OracleBase):
         }
         inside = files.get("folders")
         if isinstance(inside, list):
-            new = sorted(f for f in map(str, inside) if f not in made and is_refused(f, self.given))
+            fresh = [f for f in map(str, inside) if f not in made]
+            new = sorted(f for f in fresh if is_refused(f, self.given))
             if new:
                 self.flag(
                     "WOC-SEAM-DENIED",
                     f"folders appeared in places the sandbox refuses: {new}; a refused write "
                     "must not create anything, not even the folders it would have needed",
+                )
+            on_the_way = self._refused_parents() - self._allowed_parents()
+            new = sorted(f for f in fresh if f in on_the_way and f not in new)
+            if new:
+                self.flag(
+                    "WOC-SEAM-DENIED",
+                    f"folders appeared on the way to a refused path, needed by no allowed tool "
+                    f"call: {new}; a refused write must not create anything, not even the "
+                    "allowed folders it would have needed",
                 )
         beside = files.get("beside")
         if isinstance(beside, list) and beside:
@@ -467,3 +480,31 @@ class SeamChecks(OracleBase):
                     f"folders appeared outside the sandbox: {new}; nothing new may appear "
                     "there, whatever links lead there",
                 )
+
+    def _tool_paths(self, *, refused: bool) -> list[str]:
+        """The paths of the scenario's tool steps that the sandbox refuses (or allows)."""
+        return [
+            str(step[verb]["path"])
+            for step in self.when
+            if (verb := step_verb(step)) in TOOL_VERBS
+            and is_refused(str(step[verb]["path"]), self.given) == refused
+        ]
+
+    def _allowed_parents(self) -> set[str]:
+        """The folders an allowed tool call may make: those of where its path leads."""
+        links = self.given.get("symlinks", {})
+        wheres = (resolve(path, links) for path in self._tool_paths(refused=False))
+        return {p for where in wheres if where for p in parents(where)[1:]}
+
+    def _refused_parents(self) -> set[str]:
+        """The folders on the way to a refused path, as written and as it resolves."""
+        links = self.given.get("symlinks", {})
+        out: set[str] = set()
+        for path in self._tool_paths(refused=True):
+            written = posixpath.normpath(path)
+            if not written.startswith(("/", "..")):
+                out.update(parents(written)[1:])
+            where = resolve(path, links)
+            if where:
+                out.update(parents(where)[1:])
+        return out

@@ -107,6 +107,22 @@ def extra_text(parts: Sequence[str], got: str) -> bool:
     return "".join(leftover).strip() != ""
 
 
+def _blanks_left_out(parts: Sequence[str], most: int = 10) -> set[str]:
+    """The exact joins of ``parts`` with one or more whitespace-only annotations left out.
+
+    Only the whitespace-only parts are left out or kept, so there are 2**k - 1 joins for k
+    of them; past ``most`` of them none is tried (no scenario holds that many).
+    """
+    blank = [i for i, p in enumerate(parts) if not p.strip()]
+    if not blank or len(blank) > most:
+        return set()
+    out: set[str] = set()
+    for mask in range(1, 2 ** len(blank)):
+        gone = {i for bit, i in enumerate(blank) if mask >> bit & 1}
+        out.add(SEP.join(p for i, p in enumerate(parts) if i not in gone))
+    return out
+
+
 def classify(parts: Sequence[str], got: object, *, failed: bool = False) -> list[str]:
     """The rule(s) a wrong ``after_write`` result breaks, from the annotations that went in.
 
@@ -126,6 +142,10 @@ def classify(parts: Sequence[str], got: object, *, failed: bool = False) -> list
         specific.append("WOC-WHITESPACE-KEPT")
     if specific:
         return specific + (["WOC-SINGLE"] if len(non_empty) == 1 and got is not None else [])
+    if got in _blanks_left_out(non_empty):
+        # Some whitespace-only annotations left out, the rest joined exactly: that reads as
+        # trimmed separators too, so the exact join's rule is named with it.
+        return ["WOC-WHITESPACE-KEPT", "WOC-JOIN-EXACT"]
     if failed and isinstance(got, str) and extra_text(parts, got):
         return ["WOC-FAIL-CONTAINED"]
     if not blank_line_join(parts, got):

@@ -17,7 +17,8 @@ woc-seam-failed-write-skips-after-write, whose oracle named WOC-SEAM-FAILED-WRIT
 WOC-SEAM-PRE; four survived (``repeat-hang-half-limit``,
 ``edit-old-trailing-newline-fallback``, ``ambiguity-ignores-crlf``,
 ``hook-path-one-link-level``). The contract page's "Outsider mutants" section (batch 11)
-says what each one is, whether upstream demands the behaviour, and what catches it now.
+says what each one is, whether upstream demands the behaviour, and what catches it now;
+after triage all seven are registered (``PENDING`` is empty).
 """
 
 from __future__ import annotations
@@ -333,10 +334,7 @@ RELABELLED: dict[str, tuple[str, str]] = {}
 REJECTED: dict[str, str] = {}
 
 #: Variants kept but not registered as mutants yet (no scenario catches them), with why.
-_UNDER_WAY = "no scenario catches it yet (triage of batch 11 under way)"
-PENDING: dict[str, str] = {
-    "out-woc11-hook-path-one-link-level": _UNDER_WAY,
-}
+PENDING: dict[str, str] = {}
 
 #: The variants registered as mutants.
 MUTANTS: dict[str, OutsiderMutant] = {

@@ -1,11 +1,14 @@
 """The DR oracle's journal findings on hand-made traces: one per branch that no shipped
 mutant reaches in the natural course (a missing kit check, no file, entries from
-nowhere, durable bytes cut or changed afterwards) and the messages users read first."""
+nowhere, durable bytes cut or changed afterwards, a failed fsync that claims bytes) and
+the messages users read first; and the linter's and driver's side of ``fsync_fails``."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from seamspec.conformance._contracts.dispatch_recorder import model
+from seamspec.conformance._contracts.dispatch_recorder.driver import DispatchRecorderDriver
 from seamspec.conformance._contracts.dispatch_recorder.oracle_journal import (
     caveats,
     check_journal,
@@ -141,3 +144,51 @@ def test_a_journal_whose_last_entry_lost_its_newline() -> None:
     out = check_journal(records, _events(records, FSYNC, check=cut))
     assert _rules(out) == ["DR-JOURNAL-REOPEN"]
     assert "no file beside it holds that entry whole" in out[0][1]
+
+
+def test_a_failed_fsync_makes_nothing_durable() -> None:
+    """``fsync_fails``: the kit's hook (or, over the wire, the implementation's) reports a
+    failed fsync with ``failed: true``. It counts for nothing, even if it also carries
+    ``durable_bytes``; the finding says the kit made the fsync fail."""
+    records = _records(A)
+    failed = {"type": "journal_fsync", "journal": True, "failed": True, "durable_bytes": 100}
+    out = check_journal(records, _events(records, failed, check=_check()))
+    assert _rules(out) == ["DR-JOURNAL-DURABLE"]
+    assert "the kit made the journal's fsyncs fail" in out[0][1]
+    refused = [{**records[0], "exit": {"n": 0, "outcome": "error", "reason": "EIO"}}]
+    assert check_journal(refused, _events(refused, failed, check=_check())) == []
+
+
+def test_fsync_fails_is_linted_and_gives_the_feature() -> None:
+    """The fault goes with its feature and the journal, and must reach a record; the
+    Python driver declares ``fsync-fault`` for any ``signed-journal`` implementation."""
+    given: dict[str, Any] = {
+        "provider": [{"calls": [{"id": "c1", "tool": "t", "args": "{}"}]}],
+        "policy": {"c1": {"pre": {"rewrite": '{"x":1}'}}},
+        "recorder": {"journal": True, "fsync_fails": {"from_record": 0}},
+    }
+    requires = ["signed-journal", "fsync-fault"]
+
+    def lint(given: dict[str, Any], requires: list[str], when: list[Any]) -> list[str]:
+        data = {"given": given, "when": when, "then": {}, "requires": requires}
+        return [message for _, message in model.lint(data)]
+
+    turn = [{"turn": "t1"}]
+    assert lint(given, requires, turn) == []
+    assert lint(given, ["signed-journal"], turn) == [
+        "`fsync_fails` and `requires: [fsync-fault]` go together"
+    ]
+    late = {**given, "recorder": {"journal": True, "fsync_fails": {"from_record": 1}}}
+    assert any("never reached" in m for m in lint(late, requires, turn))
+    reopened = [{"start_turn": "t1"}, {"wait_tool": {}}, {"reopen_journal": {}}, {"join": "t1"}]
+    assert any("no `reopen_journal`" in m for m in lint(given, requires, reopened))
+
+    class Impl:
+        features: tuple[str, ...] = ("signed-journal",)
+
+        async def run_turn(self, **_: Any) -> Any:
+            raise NotImplementedError
+
+    assert "fsync-fault" in DispatchRecorderDriver(Impl()).features
+    Impl.features = ("record-time-limit",)
+    assert "fsync-fault" not in DispatchRecorderDriver(Impl()).features

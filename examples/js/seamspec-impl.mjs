@@ -24,7 +24,7 @@ const IMPLEMENTATION = {
   version: "0.1.0",
   contracts: ["write-observer-chain", "dispatch-recorder"],
   // Not "builtin-observers": those are the Python reference's real observers.
-  features: ["write-tools", "hook-time-limit", "signed-journal", "record-time-limit"],
+  features: ["write-tools", "hook-time-limit", "signed-journal", "record-time-limit", "fsync-fault"],
   // Contracts left out are skipped by the kit, never failed.
   details: { runtime: `node ${process.version}`, "not implemented": "shell-output" },
 };

@@ -43,6 +43,8 @@ from seamspec.reference import DispatchRecorder, KeySigner, Message, Signer
 
 __all__ = ["DispatchRecorderDriver", "DispatchRecorderImplementation", "ScriptedFailure"]
 
+#: The feature this driver adds for a ``signed-journal`` implementation (see ``features``).
+FSYNC_FAULT = "fsync-fault"
 #: A step that waits gives up after this long; far above any real need.
 WAIT_LIMIT = 10.0
 #: How long a turn may run before the kit cancels it and records ``kit_timeout``.
@@ -66,6 +68,9 @@ class DispatchRecorderImplementation(Protocol):
     a ``close()``; opened on a file that holds a journal, it continues it) and
     ``verify_journal(path, public_key, expected_entries=...)`` (an object with ``ok``,
     ``bad_index``, ``reason``, ``torn_tail`` and ``entries``, each with a ``mutation``).
+    Such an implementation also gets the feature ``fsync-fault`` from this driver: the
+    kit owns the fsync hook, so it can make the journal's fsyncs fail itself
+    (``given.recorder.fsync_fails``), with nothing for the implementation to provide.
     """
 
     features: tuple[str, ...]
@@ -94,7 +99,13 @@ class DispatchRecorderDriver:
 
     @property
     def features(self) -> tuple[str, ...]:
-        return tuple(self.implementation.features)
+        """The implementation's own features, and ``fsync-fault`` with ``signed-journal``:
+        in process the fault is the kit's fsync hook raising, which any journal that
+        syncs through the hook (as DR-JOURNAL-DURABLE asks) meets without opting in."""
+        own = tuple(self.implementation.features)
+        if "signed-journal" in own and FSYNC_FAULT not in own:
+            return (*own, FSYNC_FAULT)
+        return own
 
     async def perform(self, request: Mapping[str, Any]) -> Trace:
         """Perform ``request``; with a journal, also the kit's side of it (its own check,
@@ -168,7 +179,11 @@ class _Run:
                 raise ImplementationError("a journal scenario needs resources.journal from the kit")
             signer: Signer = KeySigner.from_file(given["private_key"])
             path = Path(given["path"])
-            journal = TracedJournal(None, self.tracer, path)
+            fails = script.get("fsync_fails")
+            journal = TracedJournal(
+                None, self.tracer, path,
+                fails_from=int(fails["from_record"]) if isinstance(fails, Mapping) else None,
+            )  # fmt: skip
             try:
                 journal.inner = self.impl.open_journal(path, signer, fsync=journal.fsync)
             except Exception as error:  # the oracle judges whether refusing was right

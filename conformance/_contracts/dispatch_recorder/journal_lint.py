@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["existing_entries", "journal_problems", "most_entries"]
+__all__ = ["existing_entries", "fault_problems", "journal_problems", "most_entries"]
 
 Problem = tuple[tuple[str | int, ...], str]
 _KIT_STEPS = ("tamper_journal", "verify_journal")
@@ -100,4 +100,33 @@ def journal_problems(data: dict[str, Any]) -> list[Problem]:
                 ))  # fmt: skip
         kind = next(iter(op))
         lines += {"delete": -1, "duplicate": 1, "append": 1}.get(kind, 0)
+    return problems
+
+
+def fault_problems(data: dict[str, Any]) -> list[Problem]:
+    """``recorder.fsync_fails`` is the journal's fault, declared by ``fsync-fault``, and
+    must reach a record: otherwise the scenario tests nothing it says it does."""
+    recorder = data.get("given", {}).get("recorder") or {}
+    fails = recorder.get("fsync_fails")
+    where: tuple[str | int, ...] = ("given", "recorder", "fsync_fails")
+    if (fails is not None) != ("fsync-fault" in data.get("requires", [])):
+        return [(("requires",), "`fsync_fails` and `requires: [fsync-fault]` go together")]
+    if fails is None:
+        return []
+    if not recorder.get("journal"):
+        return [(where, "fsync_fails makes the journal's fsyncs fail: add `journal: true`")]
+    problems: list[Problem] = []
+    records = most_entries(data.get("given", {}))
+    if int(fails["from_record"]) >= records:
+        problems.append((
+            where,
+            f"from_record {fails['from_record']} is never reached: the turn makes at most "
+            f"{records} record call(s), counted from 0",
+        ))  # fmt: skip
+    if any(_verb(step) == "reopen_journal" for step in data.get("when", [])):
+        problems.append((
+            where,
+            "the kit's fsync fault lasts the whole scenario, so a reopened journal could "
+            "not sync either: no `reopen_journal` with fsync_fails",
+        ))  # fmt: skip
     return problems

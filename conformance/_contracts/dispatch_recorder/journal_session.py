@@ -276,6 +276,7 @@ class JournalSession:
             index
             for index, e in enumerate(e for e in trace if e.get("type") == "journal_fsync")
             if isinstance(e.get("prefix_sha256"), str)
+            and e.get("failed") is not True
             and isinstance(e.get("durable_bytes"), int)
             and hashlib.sha256(data[: e["durable_bytes"]]).hexdigest() != e["prefix_sha256"]
         ]

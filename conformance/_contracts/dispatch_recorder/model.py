@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from seamspec.conformance._contracts.dispatch_recorder.journal_lint import (
+    fault_problems,
     journal_problems,
     most_entries,
 )
@@ -262,6 +263,7 @@ def lint(data: dict[str, Any]) -> list[tuple[tuple[str | int, ...], str]]:
                 f"waits for {body.get('count', 1)} record calls, but the policy asks for "
                 f"only {most_entries(given)} mutation(s), one record each",
             ))  # fmt: skip
+    problems.extend(fault_problems(data))
     if journal:
         problems.extend(journal_problems(data))
     verbs = [step_verb(s) for s in when]

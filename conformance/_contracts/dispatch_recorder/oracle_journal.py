@@ -158,16 +158,21 @@ def _durability(
     entry_of: dict[int, int],
     check: dict[str, Any],
 ) -> list[tuple[str, str]]:
-    """Each OK'd entry inside a completed fsync of the journal before its OK."""
+    """Each OK'd entry inside a completed fsync of the journal before its OK.
+
+    A failed fsync (``failed: true``: the kit's fault, ``given.recorder.fsync_fails``)
+    made nothing durable, whatever else the event says."""
     ends: list[int] = check.get("ends", [])
     out: list[tuple[str, str]] = []
-    durable, elsewhere, synced = 0, set(), False
+    durable, elsewhere, synced, failed = 0, set(), False, False
     exits = {id(r["exit"]): r for r in records if r["exit"]}
     for event in events:
         if event["type"] == "journal_fsync":
             synced = True
             if event.get("journal", True) is False:
                 elsewhere.add(str(event.get("file")))
+            elif event.get("failed") is True:
+                failed = True
             elif isinstance(event.get("durable_bytes"), int):
                 durable = max(durable, event["durable_bytes"])
         elif event["type"] == "record_exit" and event.get("outcome") == "ok":
@@ -176,7 +181,10 @@ def _durability(
             if entry is None or entry >= len(ends) or ends[entry] <= durable:
                 continue
             where = (
-                f"; the fsyncs were of another file ({', '.join(sorted(elsewhere))})"
+                "; the kit made the journal's fsyncs fail, and a failed fsync makes nothing "
+                "durable: that record had to fail closed"
+                if failed
+                else f"; the fsyncs were of another file ({', '.join(sorted(elsewhere))})"
                 if elsewhere
                 else ""
                 if synced
@@ -195,6 +203,7 @@ def _durability(
         for e in events
         if e["type"] == "journal_fsync"
         and e.get("journal", True) is not False
+        and e.get("failed") is not True
         and isinstance(e.get("durable_bytes"), int)
         and e["durable_bytes"] > size
     ]

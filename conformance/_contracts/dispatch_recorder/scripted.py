@@ -7,6 +7,7 @@ They are kept apart from the driver so that the driver reads as the list of step
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 from collections.abc import Callable, Mapping, Sequence
@@ -270,12 +271,23 @@ class TracedJournal(_Traced, RecorderBase):
     *before* the fsync, so bytes appended meanwhile are never counted) and a hash of
     those bytes, so that the oracle can require each OK'd entry to lie inside a completed
     fsync of the journal, and those bytes never to change afterwards.
+
+    With ``fails_from`` (``given.recorder.fsync_fails.from_record``) the hook is also the
+    kit's fault: once record ``fails_from`` (counted from 0, as the trace's ``n``) has
+    begun, every fsync of the journal raises ``OSError(EIO)`` without syncing, as a disk
+    that lost the written pages reports it, and is traced with ``failed: true`` and no
+    ``durable_bytes``. Fsyncs of other files still work: only the journal's durability is
+    in question. Counting begun records, not fsyncs, keeps the fault at the same record
+    whether an implementation fsyncs once per record, shares fsyncs or fsyncs on opening.
     """
 
-    def __init__(self, inner: Any, tracer: Tracer, path: Path) -> None:
+    def __init__(
+        self, inner: Any, tracer: Tracer, path: Path, *, fails_from: int | None = None
+    ) -> None:
         super().__init__(tracer)
         self.inner = inner
         self.path = path
+        self.fails_from = fails_from
 
     def fsync(self, fd: int) -> None:
         status = os.fstat(fd)
@@ -287,6 +299,9 @@ class TracedJournal(_Traced, RecorderBase):
             journal.st_dev,
             journal.st_ino,
         )
+        if is_journal and self._failing():
+            self.tracer.emit("journal_fsync", journal=True, failed=True, error="EIO")
+            raise OSError(errno.EIO, "fsync of the journal failed (the kit's fault: fsync_fails)")
         os.fsync(fd)
         if not is_journal:
             self.tracer.emit(
@@ -299,6 +314,10 @@ class TracedJournal(_Traced, RecorderBase):
             "journal_fsync", journal=True, durable_bytes=len(prefix),
             prefix_sha256=hashlib.sha256(prefix).hexdigest(),
         )  # fmt: skip
+
+    def _failing(self) -> bool:
+        """Has the record from which the kit fails the journal's fsyncs begun?"""
+        return self.fails_from is not None and self.records > self.fails_from
 
     async def record(self, mutation: DispatchMutation) -> RecordOutcome:
         n, fields = self.enter_record(mutation)

@@ -82,6 +82,8 @@ def _journal(kind: str, event: dict[str, Any]) -> str:
     if kind == "journal_fsync":
         if event.get("journal") is False:
             return f"fsync of ANOTHER file ({event.get('file')}), not the journal"
+        if event.get("failed") is True:
+            return "journal fsync FAILED (the kit's fault): nothing made durable"
         return f"journal fsync ({event.get('durable_bytes')} bytes durable)"
     if kind == "journal_check":
         if not event.get("exists"):

@@ -221,6 +221,10 @@ class Run {
     const privateKey = crypto.createPrivateKey(fs.readFileSync(given.private_key));
     // The kit cannot watch fsync over the wire: this hook reports each one (which file it
     // synced, how many bytes it covers), and the kit judges durability by declaration.
+    // With `fsync_fails` (feature fsync-fault) it is also the fault: once record
+    // `from_record` (counted from 0) has begun, every fsync of the journal throws EIO
+    // without syncing, reported with `failed: true`.
+    const failsFrom = this.given.recorder.fsync_fails?.from_record;
     const fsync = (fd) => {
       const status = fs.fstatSync(fd);
       let journal = false;
@@ -229,6 +233,10 @@ class Run {
         journal = named.dev === status.dev && named.ino === status.ino;
       } catch {
         journal = false;
+      }
+      if (journal && failsFrom !== undefined && this.records > failsFrom) {
+        this.emit("journal_fsync", { journal: true, failed: true, error: "EIO" });
+        throw Object.assign(new Error("fsync of the journal failed (the kit's fault: fsync_fails)"), { code: "EIO" });
       }
       fs.fsyncSync(fd);
       if (journal) this.emit("journal_fsync", { journal: true, durable_bytes: status.size });

@@ -10,13 +10,14 @@
 //          hash SHA-256(DOMAIN + "genesis" + raw public key), the key's fingerprint.
 //
 // A record returns OK only after its line is fsync'd, so an OK'd mutation survives a
-// crash. Opened on an existing journal, the recorder continues it, cutting a torn tail. Verification names the first entry that is wrong, and calls a newline-less tail
+// crash; a write or fsync that fails fails the record, and every later one until the
+// journal is reopened (its tail is in doubt). Opened on an existing journal, the recorder continues it, cutting a torn tail. Verification names the first entry that is wrong, and calls a newline-less tail
 // torn only if it cannot be a whole entry.
 
 import crypto from "node:crypto";
 import fs from "node:fs";
 
-import { OK } from "./executor.mjs";
+import { OK, RecordError } from "./executor.mjs";
 
 export const DOMAIN = Buffer.from("seamspec/dispatch-recorder/journal-entry/v2\0", "latin1");
 export const VERSION = 2;
@@ -76,12 +77,20 @@ export class JournalRecorder {
   }
 
   async record(mutation) {
+    if (this.broken) return new RecordError(`the journal refuses records until reopened: ${this.broken}`);
     const signed = signedBytes(this.seq, this.prev, mutation);
     const sig = crypto.sign(null, signed, this.privateKey).toString("hex");
     const line = Buffer.concat([canonical({ mutation, prev: this.prev, seq: this.seq, sig, v: VERSION }), Buffer.from("\n")]);
-    let written = 0;
-    while (written < line.length) written += fs.writeSync(this.fd, line, written);
-    this.fsync(this.fd); // durable before OK
+    try {
+      let written = 0;
+      while (written < line.length) written += fs.writeSync(this.fd, line, written);
+      this.fsync(this.fd); // durable before OK
+    } catch (error) {
+      // Written perhaps, durable not: not recorded (DR-JOURNAL-DURABLE), and the next
+      // entry would land after bytes in doubt, so the journal stops here.
+      this.broken = `${error.code ?? error.name}: ${error.message}`;
+      return new RecordError(`the entry could not be made durable (${this.broken})`);
+    }
     this.seq += 1;
     this.prev = sha256(signed);
     return OK;

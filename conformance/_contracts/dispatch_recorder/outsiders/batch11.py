@@ -221,12 +221,9 @@ VARIANTS: dict[str, Variant] = {
     for name, rule, statement, cls in _WRITTEN
 }
 
-_UNSEEN = "survived the first try (main e41a630); no scenario kills it yet"
-
-#: Variants kept but not yet registered as mutants (no scenario kills them yet), with why.
-PENDING: dict[str, str] = {
-    "out-dr11-fsync-error-ignored": _UNSEEN,
-}
+#: Variants kept but not yet registered as mutants (no scenario kills them yet), with why
+#: (none left: ``out-dr11-fsync-error-ignored`` waited for ``fsync_fails``).
+PENDING: dict[str, str] = {}
 
 #: Variants that are not bugs (upstream and seamspec allow what they do), with why; kept
 #: here, never registered as mutants.

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -37,9 +38,31 @@ def test_an_undeclared_driver_feature_skips_its_scenarios() -> None:
 
 def test_the_emitter_command_runs_the_kit_file_not_a_command_line() -> None:
     argv = emitter_command({"steps": [{"out": "x"}]})
-    assert argv[1] == "-I"
-    assert argv[2].endswith("emitter.py")
-    assert argv[3] == '{"steps": [{"out": "x"}]}'
+    assert argv[1:3] == ["-I", "-S"]  # isolated, no site packages: the standard library only
+    assert argv[3].endswith("emitter.py")
+    assert argv[4] == '{"steps": [{"out": "x"}]}'
+    done = subprocess.run(argv, capture_output=True, timeout=30, check=False)
+    assert (done.returncode, done.stdout, done.stderr) == (0, b"x", b"")
+
+
+def test_the_emitter_imports_nothing_it_does_not_need() -> None:
+    """Its start-up is most of the shell-output suite's CPU (it starts for every run)."""
+    probe = (
+        f"import sys; path = {emitter_command({'steps': []})[3]!r};"
+        "exec(compile(open(path).read(), path, 'exec'), {'__name__': 'probe'});"
+        "print(' '.join(sorted(sys.modules)))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-I", "-S", "-c", probe],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    loaded = set(done.stdout.split())
+    assert done.returncode == 0, done.stderr
+    unwanted = loaded & {"pathlib", "contextlib", "typing", "seamspec"}
+    assert not unwanted, f"the emitter imported {sorted(unwanted)}"
 
 
 def _detached_emitter(tmp_path: Path, orphaned: list[dict[str, str]]) -> tuple[Any, Path, Path]:

@@ -70,11 +70,12 @@ REACH_LIMIT = 2.0
 def emitter_command(script: Mapping[str, Any]) -> list[str]:
     """The command line that runs the kit's emitter with ``script`` (see ``emitter``).
 
-    The emitter file is run by path, in isolated mode: it needs only the standard
-    library, and not importing the seamspec package keeps each child's start quick.
+    The emitter file is run by path, in isolated mode and without the site packages
+    (``-I -S``): it needs only the standard library, and neither importing the seamspec
+    package nor reading the environment's ``.pth`` files keeps each child's start quick.
     ``python -m seamspec.reference._shell_output.emitter SCRIPT`` is the same program.
     """
-    return [sys.executable, "-I", _emitter.__file__, json.dumps(script)]
+    return [sys.executable, "-I", "-S", _emitter.__file__, json.dumps(script)]
 
 
 @runtime_checkable

@@ -237,7 +237,6 @@ PENDING: dict[str, str] = {
     "out-dr12-context-log-by-call-id": _UNSEEN,
     "out-dr12-breaker-after-two-timeouts": _UNSEEN,
     "out-dr12-output-cap-30k": _UNSEEN,
-    "out-dr12-deny-prefix-not-doubled": _UNSEEN,
     "out-dr12-reused-tool-calls-buffer": _UNSEEN,
     "out-dr12-payload-utf8-scrub": _UNSEEN,
 }

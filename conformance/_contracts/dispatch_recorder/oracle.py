@@ -45,7 +45,7 @@ class _Call:
     def __init__(
         self, ev: Evidence, call: dict[str, Any], step: int = 0, nth: int | None = None
     ) -> None:
-        self.ev, self.call, self.cid = ev, call, call["id"]
+        self.ev, self.call, self.cid, self.nth = ev, call, call["id"], nth
         self.policy = policy_for(ev.given, self.cid)
         self.pre = pre_kind(self.policy)
         #: A call id reused in another step (``nth``: which of its calls this is): only the
@@ -221,7 +221,12 @@ class _Call:
         rules = ["DR-CANCEL"] if why == "cancelled" else rules
         for rule in rules if self.runs else ():
             self.flag(rule, f"its {kind} record failed ({why}) yet the tool ran")
-        if self.pre == "inject" and self.ev.shows(value, cid, ("context",)) is not None:
+        leaked = (
+            self.ev.shows(value, cid, ("context",)) is not None
+            if self.nth is None
+            else self.ev.context_leaked(value, cid, self.message)
+        )
+        if self.pre == "inject" and leaked:
             for rule in rules:
                 self.flag(
                     rule, f"its injection record failed ({why}) yet the context reached the model"

@@ -234,7 +234,6 @@ _UNSEEN = "survived the first try (main 83f2bad); no scenario kills it yet"
 
 #: Variants kept but not yet registered as mutants (no scenario kills them yet), with why.
 PENDING: dict[str, str] = {
-    "out-dr12-context-log-by-call-id": _UNSEEN,
     "out-dr12-reused-tool-calls-buffer": _UNSEEN,
     "out-dr12-payload-utf8-scrub": _UNSEEN,
 }

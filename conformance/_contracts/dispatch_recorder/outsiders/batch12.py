@@ -230,17 +230,24 @@ VARIANTS: dict[str, Variant] = {
     for name, rule, statement, cls in _WRITTEN
 }
 
-_UNSEEN = "survived the first try (main 83f2bad); no scenario kills it yet"
-
-#: Variants kept but not yet registered as mutants (no scenario kills them yet), with why.
-PENDING: dict[str, str] = {
-    "out-dr12-reused-tool-calls-buffer": _UNSEEN,
-    "out-dr12-payload-utf8-scrub": _UNSEEN,
-}
+#: Variants kept but not yet registered as mutants (no scenario kills them yet), with why
+#: (none left: the triage's scenarios kill five, and one is rejected).
+PENDING: dict[str, str] = {}
 
 #: Variants that are not bugs (upstream and seamspec allow what they do), with why; kept
 #: here, never registered as mutants.
-REJECTED: dict[str, str] = {}
+REJECTED: dict[str, str] = {
+    "out-dr12-payload-utf8-scrub": (
+        "an equivalent mutant in the contract's domain: encode('utf-8', 'replace') changes "
+        "only lone surrogates, and no payload can hold one. Upstream's mutation fields are "
+        "Rust Strings, valid UTF-8 by type, and its tools decode output lossily before any "
+        "policy sees it (agent-bridle-tool-shell/src/brush_shell.rs:282-283, "
+        "shell_tool.rs:1956); the kit's data is valid Unicode text sent as UTF-8 JSON, and "
+        "its loader refuses a lone surrogate (conformance/_core/yaml_composer.py:337-343, "
+        "docs/scenarios.md). For every string an implementation can be given, the scrub is "
+        "the identity, so the record is the mutation applied."
+    ),
+}
 
 
 def implementation(name: str) -> Harness:

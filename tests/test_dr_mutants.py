@@ -36,6 +36,7 @@ from seamspec.conformance._contracts.dispatch_recorder.outsiders import base8 as
 from seamspec.conformance._contracts.dispatch_recorder.outsiders import base9 as outsider_base9
 from seamspec.conformance._contracts.dispatch_recorder.outsiders import base10 as outsider_base10
 from seamspec.conformance._contracts.dispatch_recorder.outsiders import base11 as outsider_base11
+from seamspec.conformance._contracts.dispatch_recorder.outsiders import base12 as outsider_base12
 from seamspec.conformance._contracts.dispatch_recorder.outsiders import (
     batch1,
     batch3,
@@ -47,6 +48,7 @@ from seamspec.conformance._contracts.dispatch_recorder.outsiders import (
     batch9,
     batch10,
     batch11,
+    batch12,
 )
 from seamspec.conformance._core.runner import Finding
 from seamspec.conformance._quality.mutants import all_mutants
@@ -57,7 +59,9 @@ CONTRACT = "dispatch-recorder"
 BACKENDS = ("asyncio", "trio")
 PARALLEL_RUNS = 8
 #: Controls without a signed journal (they do not declare `signed-journal`).
-NO_JOURNAL_CONTROLS = frozenset({"outsider-base-7", "outsider-base-8", "outsider-base-9"})
+NO_JOURNAL_CONTROLS = frozenset(
+    {"outsider-base-7", "outsider-base-8", "outsider-base-9", "outsider-base-12"}
+)
 
 
 @cache
@@ -79,6 +83,7 @@ def _all_results(backend: str) -> dict[str, list[ScenarioResult]]:
         "outsider-base-9": Runner(outsider_base9.build(backend), timeout=30.0, profile="strict"),
         "outsider-base-10": Runner(outsider_base10.build(backend), timeout=30.0, profile="strict"),
         "outsider-base-11": Runner(outsider_base11.build(backend), timeout=30.0, profile="strict"),
+        "outsider-base-12": Runner(outsider_base12.build(backend), timeout=30.0, profile="strict"),
     }
     runners.update(
         {
@@ -123,6 +128,7 @@ def _kills(name: str, backend: str) -> list[ScenarioResult]:
         "outsider-base-9",
         "outsider-base-10",
         "outsider-base-11",
+        "outsider-base-12",
     ],
 )
 def test_controls_pass_every_dr_scenario(control: str, backend: str) -> None:
@@ -276,3 +282,18 @@ def test_outsider_batch_11_is_registered_whole() -> None:
     assert len(batch11.VARIANTS) == 6
     assert set(batch11.RELABELLED) <= set(batch11.MUTANTS)
     assert not set(batch11.REJECTED) & set(MUTANTS)
+
+
+def test_outsider_batch_12_is_registered_whole() -> None:
+    """Every variant of batch 12 but the pending and rejected ones is a mutant, under its
+    own name, with its (possibly relabelled) rule and the outsider's words."""
+    assert set(batch12.MUTANTS) == (
+        set(batch12.VARIANTS) - set(batch12.PENDING) - set(batch12.REJECTED)
+    )
+    for name, variant in batch12.MUTANTS.items():
+        mutant = MUTANTS[name]
+        assert (mutant.rule, mutant.statement) == (variant.rule, variant.statement)
+        assert mutant.origin == "outsider batch 12"
+    assert len(batch12.VARIANTS) == 6
+    assert set(batch12.RELABELLED) <= set(batch12.MUTANTS)
+    assert not set(batch12.REJECTED) & set(MUTANTS)

@@ -273,8 +273,9 @@ class _Run:
         recorder's once handed over).
         """
         if isinstance(self.recorder, ScriptedRecorder):
-            for n, now in self.recorder.changed_commits():
-                self.tracer.emit("commit_changed", n=n, messages=now)
+            for n, now, only_calls in self.recorder.changed_commits():
+                extra = {"tool_calls_changed": True} if only_calls else {}
+                self.tracer.emit("commit_changed", n=n, messages=now, **extra)
         if self.cancelled:
             fields["since_cancel"] = anyio.current_time() - self.cancelled_at
         self.tracer.emit("turn_end", outcome=outcome, **fields)

@@ -41,6 +41,7 @@ from seamspec.conformance._contracts.dispatch_recorder.outsiders import (
     batch9,
     batch10,
     batch11,
+    batch12,
 )
 from seamspec.conformance._contracts.dispatch_recorder.reference_adapter import ReferenceDispatch
 from seamspec.conformance._core.python_adapter import PythonAdapter
@@ -617,6 +618,7 @@ _OUTSIDERS = (
             (9, batch9),
             (10, batch10),
             (11, batch11),
+            (12, batch12),
         )
         for name, variant in batch.MUTANTS.items()
     )

@@ -45,7 +45,7 @@ class _Call:
     def __init__(
         self, ev: Evidence, call: dict[str, Any], step: int = 0, nth: int | None = None
     ) -> None:
-        self.ev, self.call, self.cid = ev, call, call["id"]
+        self.ev, self.call, self.cid, self.nth = ev, call, call["id"], nth
         self.policy = policy_for(ev.given, self.cid)
         self.pre = pre_kind(self.policy)
         #: A call id reused in another step (``nth``: which of its calls this is): only the
@@ -202,6 +202,7 @@ class _Call:
                 self.flag("DR-ONE-RECORD", f"its {kind} was never recorded")
             elif self.ev.cancel_i is None and self.message is not None:
                 self.flag("DR-ONE-RECORD", f"its {kind} was never recorded")
+                self.check_not_skipped(kind)
             return None
         done_i = record["exit_i"] if record["exit_i"] is not None else len(self.ev.events)
         if any(i < done_i for i in self.runs):
@@ -220,7 +221,12 @@ class _Call:
         rules = ["DR-CANCEL"] if why == "cancelled" else rules
         for rule in rules if self.runs else ():
             self.flag(rule, f"its {kind} record failed ({why}) yet the tool ran")
-        if self.pre == "inject" and self.ev.shows(value, cid, ("context",)) is not None:
+        leaked = (
+            self.ev.shows(value, cid, ("context",)) is not None
+            if self.nth is None
+            else self.ev.context_leaked(value, cid, self.message)
+        )
+        if self.pre == "inject" and leaked:
             for rule in rules:
                 self.flag(
                     rule, f"its injection record failed ({why}) yet the context reached the model"
@@ -245,6 +251,20 @@ class _Call:
                 f"the denial {self.message!r} does not give the recorder's reason {reason!r}",
             )
         return None
+
+    def check_not_skipped(self, kind: str) -> None:
+        """A mutation the call answered for but never recorded, after other records
+        timed out: the limit is each record's own (DR-HANG), so earlier hung signers do
+        not excuse skipping this one (a circuit breaker fails a healthy record unmade)."""
+        if "record_time_limit" not in self.ev.given:
+            return
+        hung = [r for r in self.ev.records if self.ev.failure(r) in ("hang", "late")]
+        if hung:
+            self.flag(
+                "DR-HANG",
+                f"its {kind} was never recorded after {len(hung)} other record(s) timed "
+                "out: every record must be made, each with its own time limit",
+            )
 
     def check_applied(self, value: str) -> None:
         """A recorded pre-dispatch mutation: the tool runs, with exactly what was recorded."""
@@ -325,6 +345,7 @@ class _Call:
                 "DR-REDACT", f"released {self.message!r}; the recorded redaction is {redacted!r}"
             )
         if record is None and self.ev.cancel_i is None and self.message is not None:
+            self.check_not_skipped("redaction")
             if original == redacted:
                 # Upstream does not say whether a redaction that changes nothing is a
                 # mutation; seamspec records it (DR-REDACT-UNCHANGED), so skipping it is

@@ -158,3 +158,38 @@ class Evidence:
             if m.get("role") in roles and m.get("tool_call_id") == call and content == text:
                 return i
         return None
+
+    def context_leaked(self, text: str, call: str, message: str | None) -> bool:
+        """Whether a context for a call id the provider reused reached the model although
+        this call's injection failed.
+
+        The same text is legitimately visible from the id's other calls, so :meth:`shows`
+        cannot tell; instead the most ``context`` messages of ``call`` holding ``text`` in
+        any one list the model or a resumed turn could see must not outnumber that id's
+        recorded injections of it, and this call's own result must not quote it.
+        """
+        if text.strip() and message is not None and text in message:
+            return True
+        shown = max(
+            (
+                sum(
+                    1
+                    for m in e.get("messages") or []
+                    if m.get("role") == "context"
+                    and m.get("tool_call_id") == call
+                    and m.get("content") == text
+                )
+                for e in self.events
+                if e["type"] in VISIBLE
+            ),
+            default=0,
+        )
+        recorded = sum(
+            1
+            for r in self.records
+            if r["enter"].get("call") == call
+            and r["enter"].get("kind") == "context_injection"
+            and (r["enter"].get("payload") or {}).get("context") == text
+            and self.failure(r) is None
+        )
+        return shown > recorded

@@ -121,6 +121,14 @@ def _check_contents(ev: Evidence) -> None:
             (e.get("messages") for e in ev.events if e["type"] == "commit_enter"
              and e.get("n") == changed.get("n")), None,
         )  # fmt: skip
+        if changed.get("tool_calls_changed"):
+            ev.flag(
+                "DR-COMMIT-STEP",
+                f"commit {changed.get('n')}'s assistant message was changed after it was "
+                "handed over: its tool_calls are not the ones proposed when it was committed "
+                "(the list and its messages are the recorder's to keep)",
+            )
+            continue
         ev.flag(
             "DR-COMMIT-STEP",
             f"commit {changed.get('n')}'s list was changed after it was handed over: it held "

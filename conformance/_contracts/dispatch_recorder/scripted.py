@@ -75,6 +75,12 @@ def dump(messages: Sequence[Message]) -> list[dict[str, Any]]:
     ]
 
 
+def proposed_calls(messages: Sequence[Message]) -> list[Any]:
+    """Each message's ``tool_calls`` as (id, name, args) triples, copied: what a commit's
+    assistant messages proposed, to compare at the turn's end (DR-COMMIT-STEP)."""
+    return [[(c.id, c.name, c.args) for c in (m.tool_calls or ())] for m in messages]
+
+
 class Participants:
     """The scripted provider, tools, policy and approver of one scenario.
 
@@ -235,30 +241,32 @@ class ScriptedRecorder(ScriptedRecordOnly):
 
     def __init__(self, script: Mapping[str, Any], tracer: Tracer, gates: Gates) -> None:
         super().__init__(script, tracer, gates)
-        self.kept: list[tuple[int, Sequence[Message], list[dict[str, Any]]]] = []
+        self.kept: list[tuple[int, Sequence[Message], list[dict[str, Any]], list[Any]]] = []
 
     async def commit_accepted_step(self, messages: Sequence[Message]) -> RecordOutcome:
         n = self.commits
         self.commits += 1
         behaviour = behaviour_for(self.script.get("commit"), n)
         held = dump(messages)
-        self.kept.append((n, messages, held))
+        self.kept.append((n, messages, held, proposed_calls(messages)))
         outcome: RecordOutcome = await self.traced(
             "commit", n, lambda: _perform(behaviour, self.gates), messages=held
         )
         return outcome
 
-    def changed_commits(self) -> list[tuple[int, list[dict[str, Any]]]]:
+    def changed_commits(self) -> list[tuple[int, list[dict[str, Any]], bool]]:
         """Each commit whose list no longer holds what it held when it was handed over,
-        with what it holds now (read at the turn's end)."""
+        with what it holds now (read at the turn's end) and whether what changed is only
+        an assistant message's ``tool_calls`` (which the trace's messages do not carry)."""
         changed = []
-        for n, messages, held in self.kept:
+        for n, messages, held, calls in self.kept:
             try:
-                now = dump(messages)
+                now, calls_now = dump(messages), proposed_calls(messages)
             except Exception as error:  # a list the harness broke is still a change
                 now = [{"role": "?", "content": f"unreadable: {error!r}", "tool_call_id": None}]
-            if now != held:
-                changed.append((n, now))
+                calls_now = calls
+            if now != held or calls_now != calls:
+                changed.append((n, now, now == held))
         return changed
 
 

@@ -16,8 +16,9 @@ that judges a raised tool's redaction catch all six now. Batches 5 (``base5.py``
 (``base7.py``, ``batch7.py``, ``out-dr7-*``, a harness with no journal), 8 (``base8.py``,
 ``batch8.py``, ``out-dr8-*``, another harness with no journal), 9 (``base9.py``,
 ``batch9.py``, ``out-dr9-*``, a third harness with no journal), 10 (``base10.py``,
-``batch10.py``, ``out-dr10-*``, a harness with its own signed journal again) and 11
-(``base11.py``, ``batch11.py``, ``out-dr11-*``, another signed journal) follow the
-same shape; the contract page's "Outsider mutants" section says what each first try found
+``batch10.py``, ``out-dr10-*``, a harness with its own signed journal again), 11
+(``base11.py``, ``batch11.py``, ``out-dr11-*``, another signed journal) and 12
+(``base12.py``, ``batch12.py``, ``out-dr12-*``, a fourth harness with no journal) follow
+the same shape; the contract page's "Outsider mutants" section says what each first try found
 and which scenarios catch each variant now.
 """

@@ -59,6 +59,9 @@ from seamspec.conformance._contracts.write_observer_chain.outsiders import (
     base11 as outsider_base11,
 )
 from seamspec.conformance._contracts.write_observer_chain.outsiders import (
+    base12 as outsider_base12,
+)
+from seamspec.conformance._contracts.write_observer_chain.outsiders import (
     batch1,
     batch2,
     batch3,
@@ -70,6 +73,7 @@ from seamspec.conformance._contracts.write_observer_chain.outsiders import (
     batch9,
     batch10,
     batch11,
+    batch12,
 )
 from seamspec.conformance._core.runner import Finding
 
@@ -90,6 +94,8 @@ CONTROLS = (
     "outsider-base-10-trio",
     "outsider-base-11",
     "outsider-base-11-trio",
+    "outsider-base-12",
+    "outsider-base-12-trio",
 )
 
 #: Rules whose mutants may be caught at SHOULD level, with the reason.
@@ -162,6 +168,10 @@ def _adapter(adapter_name: str) -> Adapter:
         return outsider_base11.adapter()
     if adapter_name == "outsider-base-11-trio":
         return outsider_base11.adapter_trio()
+    if adapter_name == "outsider-base-12":
+        return outsider_base12.adapter()
+    if adapter_name == "outsider-base-12-trio":
+        return outsider_base12.adapter_trio()
     return mutant_adapter(adapter_name)
 
 
@@ -239,13 +249,14 @@ def test_should_only_rules_are_should_rules() -> None:
         (batch9, "outsider batch 9", 7),
         (batch10, "outsider batch 10", 7),
         (batch11, "outsider batch 11", 7),
+        (batch12, "outsider batch 12", 7),
     ],
 )
 def test_outsider_batch_is_registered_whole(batch: Any, origin: str, size: int) -> None:
     """Every variant of the batch not pending or rejected is a mutant, under its own name,
     rule and statement."""
     for name, variant in batch.MUTANTS.items():
-        # batch 1's prefix, then batches 4-11's
+        # batch 1's prefix, then batches 4-12's
         assert name.startswith(
             (
                 "out-woc-",
@@ -257,6 +268,7 @@ def test_outsider_batch_is_registered_whole(batch: Any, origin: str, size: int) 
                 "out-woc9-",
                 "out-woc10-",
                 "out-woc11-",
+                "out-woc12-",
             )
         )
         mutant = MUTANTS[name]

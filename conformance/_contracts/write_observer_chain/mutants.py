@@ -16,7 +16,7 @@ Three families, one module each:
 - ``mutant_chains``: the reference chain with one decision changed (:class:`SteppedChain`);
 - ``mutant_tools``: the reference write tools calling the chain at the wrong moment;
 - ``outsiders``: bugs written by people who saw only the docs, against their own
-  implementation (names start with ``out-woc-``, batch 4's ``out-woc4-``, batch 5's ``out-woc5-``, batch 6's ``out-woc6-``, batch 7's ``out-woc7-``, batch 8's ``out-woc8-``, batch 9's ``out-woc9-``, batch 10's ``out-woc10-``, batch 11's ``out-woc11-``); each batch is kept as it was written.
+  implementation (names start with ``out-woc-``, batch 4's ``out-woc4-``, batch 5's ``out-woc5-``, batch 6's ``out-woc6-``, batch 7's ``out-woc7-``, batch 8's ``out-woc8-``, batch 9's ``out-woc9-``, batch 10's ``out-woc10-``, batch 11's ``out-woc11-``, batch 12's ``out-woc12-``); each batch is kept as it was written.
 """
 
 from __future__ import annotations
@@ -49,6 +49,7 @@ from seamspec.conformance._contracts.write_observer_chain.outsiders import (
     batch9,
     batch10,
     batch11,
+    batch12,
 )
 from seamspec.conformance._contracts.write_observer_chain.reference_adapter import (
     ReferenceWriteObservers,
@@ -124,6 +125,7 @@ def _all() -> list[Mutant]:
         (batch9, "outsider batch 9"),
         (batch10, "outsider batch 10"),
         (batch11, "outsider batch 11"),
+        (batch12, "outsider batch 12"),
     )
     for batch, origin in batches:
         found += [

@@ -451,7 +451,8 @@ class SeamChecks(OracleBase):
                 self.flag(
                     "WOC-SEAM-DENIED",
                     f"folders appeared in places the sandbox refuses: {new}; a refused write "
-                    "must not create anything, not even the folders it would have needed",
+                    "must not create anything, not even the folders it would have needed, and "
+                    "an allowed one makes only the folders on the way to where its path leads",
                 )
             on_the_way = self._refused_parents() - self._allowed_parents()
             new = sorted(f for f in fresh if f in on_the_way and f not in new)

@@ -10,6 +10,7 @@ oracle knows what a conforming tool must have written and reported.
 from __future__ import annotations
 
 import posixpath
+import re
 from typing import Any
 
 from seamspec.conformance._contracts.write_observer_chain.joins import (
@@ -28,6 +29,9 @@ from seamspec.conformance._contracts.write_observer_chain.sandbox import (
 )
 
 __all__ = ["SeamChecks", "ambiguous_edit", "post_images", "unique_edit"]
+
+#: A path part no sandbox has a reason to refuse on its own (POSIX's portable file names).
+_PORTABLE = re.compile(r"[A-Za-z0-9._-]+")
 
 
 def ambiguous_edit(verb: str, body: dict[str, Any], before: str | None) -> bool:
@@ -121,6 +125,14 @@ class SeamChecks(OracleBase):
                     f"{call}: the old text {body['old']!r} occurs exactly once in the file "
                     f"(counted without overlaps, as str.count does), yet the edit failed "
                     f"({said!r}); an edit whose old text occurs once must be made",
+                )
+            elif not entered and verb == "write" and self._plainly_allowed(path):
+                self.flag(
+                    "WOC-SEAM-DENIED",
+                    f"{call}: the write of {path!r} was refused ({said!r}), but the sandbox "
+                    "allows it: it stays inside the root, and no deny pattern matches it or "
+                    "one of its parent folders read from the root; the check refuses what "
+                    "the sandbox names, not more",
                 )
             elif after != before:
                 # The mutation happened: blame an observer if one failed, else the tool's report.
@@ -257,6 +269,24 @@ class SeamChecks(OracleBase):
                 f"{call}: the {verb} tool's caller was cancelled inside before_write, yet the "
                 f"file then held {after!r}, not {before!r}: a cancelled tool makes no mutation",
             )
+
+    def _plainly_allowed(self, path: str) -> bool:
+        """Whether nothing but the sandbox check could make a write of ``path`` fail.
+
+        Only paths of portable names (letters, digits, ``.``, ``_``, ``-``; no ``.`` or
+        ``..`` part, no link on the way) that the sandbox allows, with no given file in the
+        way as a folder and no given folder in the way as the file. A tool may still refuse
+        stranger names (a backslash, a control character) without this check's blame.
+        """
+        parts = path.split("/")
+        if not all(_PORTABLE.fullmatch(p) and p not in (".", "..") for p in parts):
+            return False
+        if resolve(path, self.given.get("symlinks", {})) != path or is_refused(path, self.given):
+            return False
+        taken = [*self.given.get("files", {}), *self.given.get("symlinks", {})]
+        return not any(
+            t in parents(path)[1:] or t.startswith(path + "/") for t in map(str, taken)
+        )
 
     def _check_hook_paths(
         self, call: str, path: str, entered: list[tuple[int, dict[str, Any]]]

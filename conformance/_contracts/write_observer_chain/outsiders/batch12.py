@@ -13,8 +13,7 @@ First try, against main 83f2bad: none of seven killed; all seven survived
 (``ansi-stripped``, ``pathlib-match-deny``, ``mkdir-as-given``, ``empty-write-error``,
 ``nfc-path``, ``backslash-after-check``, ``warn-per-failure-kind``). The contract page's
 "Outsider mutants" section (batch 12) says what each one is, whether upstream demands the
-behaviour, and what catches it now: six are registered; ``pathlib-match-deny`` stays in
-``PENDING`` (why is there).
+behaviour, and what catches it now: all seven are registered.
 """
 
 from __future__ import annotations
@@ -220,19 +219,7 @@ RELABELLED: dict[str, tuple[str, str]] = {}
 REJECTED: dict[str, str] = {}
 
 #: Variants kept but not registered as mutants yet (no scenario catches them), with why.
-PENDING: dict[str, str] = {
-    "out-woc12-pathlib-match-deny": (
-        "awaits the lead's decision on the deny-pattern dialect: upstream has no deny list "
-        "(agent-bridle's write leash is allow-scope containment, agent-bridle-core/src/"
-        "context.rs l.141-170) and its one path glob keeps `*`, `?` and `[...]` inside one "
-        "segment (agent-bridle-tool-shell/src/shell_tool.rs l.1425, l.1479-1480), as this "
-        "variant does; so `*` crossing `/` is seamspec's own reading and cannot be pinned "
-        "under the upstream WOC-SEAM-DENIED. Killing it honestly needs a strict-only rule "
-        "for the dialect, which would also move to strict the existing default-profile "
-        "refusals that rely on `*` crossing `/` (`*/node_modules`, `*.lock` and `*.[ch]` "
-        "on nested paths) and the kills that rest on them; see the page's batch 12 section"
-    ),
-}
+PENDING: dict[str, str] = {}
 
 #: The variants registered as mutants.
 MUTANTS: dict[str, OutsiderMutant] = {

@@ -418,7 +418,6 @@ PENDING: dict[str, str] = {
     "out-soo11-full-read-gathers-more": "survived the first try; not triaged yet",
     "out-soo11-strip-ansi-for-pane": "survived the first try; not triaged yet",
     "out-soo11-queue-byte-bound-both-streams": "survived the first try; not triaged yet",
-    "out-soo11-budget-per-observer": "survived the first try; not triaged yet",
 }
 
 #: Variants that are real bugs the suite cannot see deterministically (none so far).

@@ -416,7 +416,6 @@ PENDING: dict[str, str] = {
     "out-soo11-observed-keeps-stdin": "survived the first try; not triaged yet",
     "out-soo11-timeout-ceil-seconds": "survived the first try; not triaged yet",
     "out-soo11-full-read-gathers-more": "survived the first try; not triaged yet",
-    "out-soo11-strip-ansi-for-pane": "survived the first try; not triaged yet",
     "out-soo11-queue-byte-bound-both-streams": "survived the first try; not triaged yet",
 }
 

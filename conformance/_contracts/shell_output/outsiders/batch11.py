@@ -414,7 +414,6 @@ REJECTED: dict[str, str] = {}
 #: Variants kept but not registered as mutants yet (no scenario catches them), with why.
 PENDING: dict[str, str] = {
     "out-soo11-observed-keeps-stdin": "survived the first try; not triaged yet",
-    "out-soo11-queue-byte-bound-both-streams": "survived the first try; not triaged yet",
 }
 
 #: Variants that are real bugs the suite cannot see deterministically (none so far).

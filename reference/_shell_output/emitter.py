@@ -27,6 +27,9 @@ The script is a JSON object ``{"gates": DIR, "reached": DIR, "alive": FILE, "ste
   is the one another call of the scenario saved under NAME (``env_save`` saves its own,
   as the file ``env-NAME`` in the gate folder); ``env_check`` writes one line to stderr
   naming the variables that differ (or that nothing was saved) otherwise;
+  ``{"stdin_save"|"stdin_check": NAME}`` do the same for what standard input is (its
+  identity: type, device and inode, or closed; nothing is read from it) and
+  ``{"cwd_save"|"cwd_check": NAME}`` for the working directory (``emitter_probes``);
 - ``{"grandchild": "hang"}``: fork a grandchild that keeps stdout and stderr open and
   blocks until killed, then go on at once. It stays in the emitter's process group, so
   killing the group is what ends it; killing only the emitter leaves the pipes open.
@@ -76,6 +79,8 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+from seamspec.reference._shell_output import emitter_probes as probes
 
 __all__ = [
     "PATTERN",
@@ -297,19 +302,6 @@ def _detached(gates: Path, parent: int, step: dict[str, Any]) -> None:
         time.sleep(GATE_POLL)
 
 
-def _env_differs(saved: Path) -> str:
-    """Nothing if this process's environment is the one saved, else one line saying how."""
-    try:
-        other = json.loads(saved.read_text())
-    except (OSError, ValueError):
-        return f"seamspec-emitter: no environment saved as {saved.name}\n"
-    mine = dict(os.environ)
-    names = sorted(k for k in {*mine, *other} if mine.get(k) != other.get(k))
-    if not names:
-        return ""
-    return f"seamspec-emitter: environment differs from {saved.name}: {' '.join(names)}\n"
-
-
 def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
@@ -357,10 +349,12 @@ def _run(script: dict[str, Any]) -> int:
             _hang(gates, parent)  # not reached: the signal ends the process
         elif "ignore_term" in step:
             signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        elif "env_save" in step:
-            (gates / f"env-{step['env_save']}").write_text(json.dumps(dict(os.environ)))
-        elif "env_check" in step:
-            _write_all(2, _env_differs(gates / f"env-{step['env_check']}").encode())
+        elif any(f"{kind}_save" in step for kind in probes.KINDS):
+            ((key, name),) = step.items()
+            probes.save(key.removesuffix("_save"), gates, str(name))
+        elif any(f"{kind}_check" in step for kind in probes.KINDS):
+            ((key, name),) = step.items()
+            _write_all(2, probes.check(key.removesuffix("_check"), gates, str(name)).encode())
         elif "drip" in step:
             data = str(step["text"]).encode()
             for i in range(int(step["count"])):

@@ -2,18 +2,19 @@
 
 Outsider batch 11 (soo11, see ``__init__``): written from the docs alone (the contract page
 without its boundary checklist, oracle coverage and outsider sections, the driver's
-docstring, usage.md, adapters.md, scenarios.md and one seed), without reading the
+docstring, usage.md, adapters.md, scenarios.md and seeds 000, 003, 004), without reading the
 reference, its adapter, the oracle or the scenarios. Kept as written (the original
 ``b11soo_base.py`` had sha256
 cdf1e813c876b43083528ceff7316774a71293fb7439aacb2109043e981954e1); only the imports, the
 linter's layout (ruff format, and three ``try``/``except``/``pass`` written as
 ``contextlib.suppress``, the same behaviour) and the adapter builder at the end
-(``build``, for either backend) changed. By the
-outsider's own runs it conforms to every scenario of main 83f2bad (130 of 130) under both
-profiles, on asyncio and trio; it is the control the batch's variants (``batch11.py``) are
-judged against. Unlike every earlier base it needed no fix after a time limit: it waits
-only until no process of the killed group is left, not counting zombies (it reads
-``/proc``), and then at most 0.1 s for the pipes.
+(``build``, for either backend) changed. Written from the docs of main 6a1c661: by the
+outsider's own runs it conforms to every shell-output scenario there (130 of 130) under
+both profiles, on asyncio and trio, and the kit's run against main 83f2bad (130
+scenarios, strict) says the same. It is the control the batch's variants
+(``batch11.py``) are judged against. Unlike every earlier base it needed no fix after a
+time limit: it waits only until no process of the killed group is left, not counting
+zombies (it reads ``/proc``), and then at most 0.1 s for the pipes.
 
 The outsider's own summary of the design (not the reference's): a session per observed
 invocation holds the phase, a budget per stream and an unbounded deque, and has one

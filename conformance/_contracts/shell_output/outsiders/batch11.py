@@ -18,7 +18,8 @@ soo-ids-with-spawn-failure-between); six survived (``out-soo11-observed-keeps-st
 ``out-soo11-timeout-ceil-seconds``, ``out-soo11-full-read-gathers-more``,
 ``out-soo11-strip-ansi-for-pane``, ``out-soo11-queue-byte-bound-both-streams``,
 ``out-soo11-budget-per-observer``). See docs/contracts/shell-output-observer.md,
-"Outsider mutants", batch 11, for what kills each now.
+"Outsider mutants", batch 11, for what kills each now; after triage all seven are
+registered (``PENDING`` is empty).
 
 (The outsider's module docstring: "b11soo variants: the base runner with exactly one
 plausible bug each.")
@@ -412,9 +413,7 @@ RELABELLED: dict[str, tuple[str, str]] = {}
 REJECTED: dict[str, str] = {}
 
 #: Variants kept but not registered as mutants yet (no scenario catches them), with why.
-PENDING: dict[str, str] = {
-    "out-soo11-observed-keeps-stdin": "survived the first try; not triaged yet",
-}
+PENDING: dict[str, str] = {}
 
 #: Variants that are real bugs the suite cannot see deterministically (none so far).
 UNSEEN: dict[str, str] = {}

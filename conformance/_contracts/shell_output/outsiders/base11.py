@@ -5,7 +5,8 @@ without its boundary checklist, oracle coverage and outsider sections, the drive
 docstring, usage.md, adapters.md, scenarios.md and seeds 000, 003, 004), without reading the
 reference, its adapter, the oracle or the scenarios. Kept as written (the original
 ``b11soo_base.py`` had sha256
-cdf1e813c876b43083528ceff7316774a71293fb7439aacb2109043e981954e1); only the imports, the
+cdf1e813c876b43083528ceff7316774a71293fb7439aacb2109043e981954e1); only the imports, typing
+(``features`` annotated as a tuple of any length, as the driver's protocol has it), the
 linter's layout (ruff format, and three ``try``/``except``/``pass`` written as
 ``contextlib.suppress``, the same behaviour) and the adapter builder at the end
 (``build``, for either backend) changed. Written from the docs of main 6a1c661: by the
@@ -466,7 +467,7 @@ class ShellRunner:
 class Implementation:
     """The ShellOutputImplementation the kit's driver drives."""
 
-    features = ("soo-process", "soo-session", "soo-live-budget")
+    features: tuple[str, ...] = ("soo-process", "soo-session", "soo-live-budget")
     runner_class: type[ShellRunner] = ShellRunner
 
     def make_shell(

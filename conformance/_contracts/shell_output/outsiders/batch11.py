@@ -240,7 +240,7 @@ class ByteBoundSession(ObservationSession):
             self._cond.notify_all()
 
 
-class _CountingDeque(base.deque):  # type: ignore[misc]
+class _CountingDeque(base.deque):  # type: ignore[misc,name-defined]
     def __init__(self, session: ByteBoundSession) -> None:
         super().__init__()
         self._session = session

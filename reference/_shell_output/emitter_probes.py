@@ -63,7 +63,8 @@ def check(kind: str, gates: Path, name: str) -> str:
     try:
         other = json.loads(saved.read_text())
     except (OSError, ValueError):
-        return f"seamspec-emitter: no {kind} saved as {saved.name}\n"
+        what = "environment" if kind == "env" else kind
+        return f"seamspec-emitter: no {what} saved as {saved.name}\n"
     mine = KINDS[kind]()
     if kind == "env":
         names = sorted(k for k in {*mine, *other} if mine.get(k) != other.get(k))

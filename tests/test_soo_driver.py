@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -12,7 +13,7 @@ from typing import Any
 
 from seamspec import __version__
 from seamspec.conformance import PythonAdapter, Runner, load_scenarios
-from seamspec.conformance._contracts.shell_output import evidence
+from seamspec.conformance._contracts.shell_output import evidence, own_stdin
 from seamspec.conformance._contracts.shell_output.driver import ShellOutputDriver, emitter_command
 from seamspec.conformance._contracts.shell_output.reference_adapter import ReferenceShellOutput
 from seamspec.reference._shell_output import emitter as _emitter
@@ -180,3 +181,44 @@ def test_env_check_names_what_differs_from_env_save(tmp_path: Path) -> None:
     other = _emit(tmp_path, [{"env_check": "e"}], SEAMSPEC_PROBE="2", FORCE_COLOR="1")
     assert b"FORCE_COLOR SEAMSPEC_PROBE" in other.stderr
     assert b"no environment saved" in _emit(tmp_path, [{"env_check": "x"}]).stderr
+
+
+def test_stdin_and_cwd_checks_see_how_a_child_was_spawned(tmp_path: Path) -> None:
+    """The probes compare stdin by identity and the directory by path (SOO-ENVELOPE)."""
+
+    def emit(steps: list[dict[str, Any]], **kw: Any) -> Any:
+        gates = tmp_path / "gates"
+        gates.mkdir(exist_ok=True)
+        command = emitter_command({"gates": str(gates), "steps": steps})
+        return subprocess.run(command, capture_output=True, timeout=30, check=False, **kw)
+
+    devnull = {"stdin": subprocess.DEVNULL}
+    assert emit([{"stdin_save": "s"}, {"cwd_save": "c"}], cwd=tmp_path, **devnull).stderr == b""
+    assert emit([{"stdin_check": "s"}, {"cwd_check": "c"}], cwd=tmp_path, **devnull).stderr == b""
+    read, write = os.pipe()
+    try:
+        piped = emit([{"stdin_check": "s"}], stdin=read)
+    finally:
+        os.close(read)
+        os.close(write)
+    assert b"stdin differs from stdin-s" in piped.stderr
+    assert b"cwd differs from cwd-c" in emit([{"cwd_check": "c"}], cwd="/", **devnull).stderr
+
+
+def test_the_driver_swaps_its_own_stdin_only_while_a_scenario_probes_it() -> None:
+    before = os.fstat(0) if _open(0) else None
+    probing = [{"run": {"id": "a", "script": [{"stdin_save": "s"}]}}]
+    assert own_stdin.probes_stdin(probing)
+    assert not own_stdin.probes_stdin([{"run": {"id": "a", "script": [{"out": "x"}]}}])
+    with own_stdin.distinct_stdin(True), own_stdin.distinct_stdin(True):
+        assert stat.S_ISFIFO(os.fstat(0).st_mode)
+    after = os.fstat(0) if _open(0) else None
+    assert (before and (before.st_dev, before.st_ino)) == (after and (after.st_dev, after.st_ino))
+
+
+def _open(fd: int) -> bool:
+    try:
+        os.fstat(fd)
+    except OSError:
+        return False
+    return True

@@ -46,6 +46,7 @@ from seamspec.conformance._contracts.shell_output.outsiders import base7 as outs
 from seamspec.conformance._contracts.shell_output.outsiders import base8 as outsider_base8
 from seamspec.conformance._contracts.shell_output.outsiders import base9 as outsider_base9
 from seamspec.conformance._contracts.shell_output.outsiders import base10 as outsider_base10
+from seamspec.conformance._contracts.shell_output.outsiders import base11 as outsider_base11
 from seamspec.conformance._contracts.shell_output.outsiders import (
     batch1,
     batch2,
@@ -56,6 +57,7 @@ from seamspec.conformance._contracts.shell_output.outsiders import (
     batch8,
     batch9,
     batch10,
+    batch11,
 )
 from seamspec.conformance._core.runner import Finding
 
@@ -79,6 +81,8 @@ CONTROLS = (
     "outsider-base-9-trio",
     "outsider-base-10",
     "outsider-base-10-trio",
+    "outsider-base-11",
+    "outsider-base-11-trio",
 )
 
 #: Scenarios run side by side: most of a run is spent waiting for children and gates,
@@ -132,6 +136,8 @@ def _adapter(name: str) -> Adapter:
         return outsider_base9.build("trio" if name.endswith("-trio") else "asyncio")
     if name.startswith("outsider-base-10"):
         return outsider_base10.build("trio" if name.endswith("-trio") else "asyncio")
+    if name.startswith("outsider-base-11"):
+        return outsider_base11.build("trio" if name.endswith("-trio") else "asyncio")
     return mutant_adapter(name)
 
 
@@ -206,6 +212,8 @@ def test_soo_mutants_load_as_adapters() -> None:
         (batch8.MUTANTS, "outsider batch 8", 7),
         (batch9.MUTANTS, "outsider batch 9", 7),
         (batch10.MUTANTS, "outsider batch 10", 7),
+        # batch 11 keeps every variant in VARIANTS, the ones not caught yet in PENDING
+        (batch11.VARIANTS, "outsider batch 11", 7),
     ],
 )
 def test_outsider_batch_is_registered_whole(
@@ -219,12 +227,14 @@ def test_outsider_batch_is_registered_whole(
         | batch7.OutsiderMutant
         | batch8.OutsiderMutant
         | batch9.OutsiderMutant
-        | batch10.OutsiderMutant,
+        | batch10.OutsiderMutant
+        | batch11.OutsiderMutant,
     ],
     origin: str,
     size: int,
 ) -> None:
-    """Every variant of a batch is a mutant, under its own name, rule and statement."""
+    """Every variant of a batch is a mutant, under its own name, rule and statement,
+    except those it lists as unseen, pending or rejected."""
     for name, variant in batch.items():
         assert name.startswith(
             (
@@ -236,9 +246,18 @@ def test_outsider_batch_is_registered_whole(
                 "out-soo8-",
                 "out-soo9-",
                 "out-soo10-",
+                "out-soo11-",
             )
         )
-        unseen = {*batch4.UNSEEN, *batch8.UNSEEN, *batch9.UNSEEN, *batch10.UNSEEN} - NOW_SEEN
+        unseen = {
+            *batch4.UNSEEN,
+            *batch8.UNSEEN,
+            *batch9.UNSEEN,
+            *batch10.UNSEEN,
+            *batch11.UNSEEN,
+            *batch11.PENDING,
+            *batch11.REJECTED,
+        } - NOW_SEEN
         if name in unseen:
             assert name not in MUTANTS, f"{name} is listed as unseen, yet registered"
             continue
@@ -247,6 +266,9 @@ def test_outsider_batch_is_registered_whole(
         assert mutant.origin == origin
     assert len(batch) == size
     assert set(MUTANTS) >= NOW_SEEN, "a variant no longer unseen must be registered"
+    assert set(batch11.MUTANTS) == (
+        set(batch11.VARIANTS) - set(batch11.PENDING) - set(batch11.REJECTED) - set(batch11.UNSEEN)
+    )
     assert "out-soo9-timeout-kill-drain-then-cancel" in NOW_SEEN
 
 

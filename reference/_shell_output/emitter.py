@@ -27,6 +27,9 @@ The script is a JSON object ``{"gates": DIR, "reached": DIR, "alive": FILE, "ste
   is the one another call of the scenario saved under NAME (``env_save`` saves its own,
   as the file ``env-NAME`` in the gate folder); ``env_check`` writes one line to stderr
   naming the variables that differ (or that nothing was saved) otherwise;
+  ``{"stdin_save"|"stdin_check": NAME}`` do the same for what standard input is (its
+  identity: type, device and inode, or closed; nothing is read from it) and
+  ``{"cwd_save"|"cwd_check": NAME}`` for the working directory (``PROBES``);
 - ``{"grandchild": "hang"}``: fork a grandchild that keeps stdout and stderr open and
   blocks until killed, then go on at once. It stays in the emitter's process group, so
   killing the group is what ends it; killing only the emitter leaves the pipes open.
@@ -70,6 +73,7 @@ import fcntl
 import json
 import os
 import signal
+import stat
 import sys
 import time
 
@@ -78,7 +82,7 @@ import time
 # pathlib, typing or contextlib: about a third of the start-up).
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Callable, Iterator
     from typing import Any
 
 __all__ = [
@@ -303,19 +307,61 @@ def _detached(gates: str, parent: int, step: dict[str, Any]) -> None:
         time.sleep(GATE_POLL)
 
 
-def _env_differs(saved: str) -> str:
-    """Nothing if this process's environment is the one saved, else one line saying how."""
-    name = os.path.basename(saved)
+def _probe_stdin() -> dict[str, object]:
+    """What descriptor 0 is, by identity: nothing is read from it."""
     try:
-        with open(saved, encoding="utf-8") as file:
+        info = os.fstat(0)
+    except OSError:
+        return {"open": False}
+    kind = stat.S_IFMT(info.st_mode)
+    names = {stat.S_IFCHR: "character device", stat.S_IFIFO: "pipe", stat.S_IFREG: "file"}
+    return {
+        "open": True,
+        "type": names.get(kind, "other"),
+        "dev": info.st_dev,
+        "ino": info.st_ino,
+        "rdev": info.st_rdev,
+    }
+
+
+#: What each kind of probe (``{KIND_save: NAME}``, ``{KIND_check: NAME}``) reads of this
+#: process: its environment, what its standard input is, its working directory.
+PROBES: dict[str, Callable[[], object]] = {
+    "env": lambda: dict(os.environ),
+    "stdin": _probe_stdin,
+    "cwd": os.getcwd,
+}
+
+
+def _probe_save(kind: str, gates: str, name: str) -> None:
+    """Save this process's ``kind`` under ``name`` in the gate folder; nothing on the pipes."""
+    with open(os.path.join(gates, f"{kind}-{name}"), "w", encoding="utf-8") as file:
+        file.write(json.dumps(PROBES[kind]()))
+
+
+def _probe_check(kind: str, gates: str, name: str) -> str:
+    """Nothing if this process's ``kind`` is the one saved, else one line saying how.
+
+    The comparison runs inside the child, so the kit still knows every byte a correct
+    runner's child writes: a difference shows as an unexpected stderr line.
+    """
+    saved = f"{kind}-{name}"
+    try:
+        with open(os.path.join(gates, saved), encoding="utf-8") as file:
             other = json.loads(file.read())
     except (OSError, ValueError):
-        return f"seamspec-emitter: no environment saved as {name}\n"
-    mine = dict(os.environ)
-    names = sorted(k for k in {*mine, *other} if mine.get(k) != other.get(k))
-    if not names:
+        what = "environment" if kind == "env" else kind
+        return f"seamspec-emitter: no {what} saved as {saved}\n"
+    mine = PROBES[kind]()
+    if kind == "env":
+        assert isinstance(mine, dict)
+        names = sorted(k for k in {*mine, *other} if mine.get(k) != other.get(k))
+        if not names:
+            return ""
+        return f"seamspec-emitter: environment differs from {saved}: {' '.join(names)}\n"
+    if mine == other:
         return ""
-    return f"seamspec-emitter: environment differs from {name}: {' '.join(names)}\n"
+    return f"seamspec-emitter: {kind} differs from {saved}: {mine} (saved: {other})\n"
 
 
 def _write_all(fd: int, data: bytes) -> None:
@@ -372,13 +418,12 @@ def _run(script: dict[str, Any]) -> int:
             _hang(gates, parent)  # not reached: the signal ends the process
         elif "ignore_term" in step:
             signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        elif "env_save" in step:
-            with open(
-                os.path.join(gates, f"env-{step['env_save']}"), "w", encoding="utf-8"
-            ) as file:
-                file.write(json.dumps(dict(os.environ)))
-        elif "env_check" in step:
-            _write_all(2, _env_differs(os.path.join(gates, f"env-{step['env_check']}")).encode())
+        elif any(f"{kind}_save" in step for kind in PROBES):
+            ((key, name),) = step.items()
+            _probe_save(key.removesuffix("_save"), gates, str(name))
+        elif any(f"{kind}_check" in step for kind in PROBES):
+            ((key, name),) = step.items()
+            _write_all(2, _probe_check(key.removesuffix("_check"), gates, str(name)).encode())
         elif "drip" in step:
             data = str(step["text"]).encode()
             for i in range(int(step["count"])):

@@ -33,7 +33,7 @@ from typing import Any, Protocol, runtime_checkable
 import anyio
 from anyio.abc import TaskGroup, TaskStatus
 
-from seamspec.conformance._contracts.shell_output import evidence
+from seamspec.conformance._contracts.shell_output import evidence, own_stdin
 from seamspec.conformance._contracts.shell_output.model import (
     behaviour_for,
     budget,
@@ -219,7 +219,11 @@ class ShellOutputDriver:
         return tuple(self.implementation.features)
 
     async def perform(self, request: Mapping[str, Any]) -> Trace:
-        with tempfile.TemporaryDirectory(prefix="seamspec-soo-") as tmp:
+        probed = own_stdin.probes_stdin(request["when"])
+        with (
+            tempfile.TemporaryDirectory(prefix="seamspec-soo-") as tmp,
+            own_stdin.distinct_stdin(probed),
+        ):
             return await _Run(self.implementation, request, Path(tmp)).perform()
 
 

@@ -169,7 +169,9 @@ def _not_before_limit(history: History, call: Call) -> list[Violation]:
     """A timed-out call must not have returned before its limit (SOO-TIMEOUT, wall-clock).
 
     The driver starts its clock before the call, so a limit kept to the letter is never
-    seen early; a limit rounded down (0.3 s taken as 0) is. Rounding up is not judged.
+    seen early; a limit rounded down (0.3 s taken as 0) is. A limit rounded up is judged
+    by the scenarios' ``within`` (``timeout-fractional-limit-not-rounded-up`` puts the next
+    whole second past its bound).
     """
     end = call.end
     limit = time_limit(history.given, call.body)

@@ -284,9 +284,7 @@ class SeamChecks(OracleBase):
         if resolve(path, self.given.get("symlinks", {})) != path or is_refused(path, self.given):
             return False
         taken = [*self.given.get("files", {}), *self.given.get("symlinks", {})]
-        return not any(
-            t in parents(path)[1:] or t.startswith(path + "/") for t in map(str, taken)
-        )
+        return not any(t in parents(path)[1:] or t.startswith(path + "/") for t in map(str, taken))
 
     def _check_hook_paths(
         self, call: str, path: str, entered: list[tuple[int, dict[str, Any]]]

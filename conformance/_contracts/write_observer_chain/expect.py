@@ -118,6 +118,15 @@ def check(
     if "files" in then:
         snapshot = _first(trace, type="files")
         files = snapshot.get("files", {}) if snapshot else {}
+        if snapshot is None:
+            # Without the snapshot every expected absence would look met.
+            out.append(
+                (
+                    "",
+                    "the trace has no files event, so no expected file can be checked "
+                    "(the driver emits one at the end of every scenario)",
+                )
+            )
         for path, content in then["files"].items():
             if files.get(path) != content:
                 out.append(("", f"file {path}: expected {content!r}, observed {files.get(path)!r}"))

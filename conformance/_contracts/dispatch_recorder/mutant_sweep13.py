@@ -111,8 +111,12 @@ class PayloadSanitised(ToolExecutor):
         elif isinstance(kind, ContextInjection):
             kind = ContextInjection(_sanitised(kind.context))
         elif isinstance(kind, ResultRedaction):
-            kind = ResultRedaction(_sanitised(kind.original_result), _sanitised(kind.redacted_result))
-        return await super().record(DispatchMutation(mutation.tool_call_id, mutation.tool_name, kind))
+            kind = ResultRedaction(
+                _sanitised(kind.original_result), _sanitised(kind.redacted_result)
+            )
+        return await super().record(
+            DispatchMutation(mutation.tool_call_id, mutation.tool_name, kind)
+        )
 
 
 class RewriteArgsSanitised(ToolExecutor):
@@ -153,7 +157,9 @@ async def loop_commit_reason_stripped(
             accepted.extend((await executor.execute(call)).messages)
         messages.extend(accepted)
         if executor.recorder is not None:
-            reason = await _commit(executor.recorder, accepted, float("inf") if limit is None else limit)
+            reason = await _commit(
+                executor.recorder, accepted, float("inf") if limit is None else limit
+            )
             if reason is not None:
                 raise CommitFailed(index, reason.strip(), messages)
         if not step.tool_calls:
@@ -174,9 +180,9 @@ def verify_with_splitlines(
     found = Verification()
     prev, pos = genesis_hash(key), 0
     for index, part in enumerate(data.decode("utf-8", "replace").splitlines(keepends=True)):
-        if not part.endswith("\n"):  # the rest of the file, as the reference judges a tail
+        if not part.endswith("\n"):  # judged as the reference judges a final segment
             found.bad_index, found.reason = index, "a tail without its newline"
-            found.torn_tail = not may_be_entry(data[pos:])
+            found.torn_tail = not may_be_entry(part.encode("utf-8"))
             return found
         line = part[:-1].encode("utf-8")
         checked = _check_line(line, index, prev, key)
@@ -185,7 +191,9 @@ def verify_with_splitlines(
             return found
         entry, signed = checked
         prev = entry_hash(signed)
-        found.entries.append(JournalEntry(index, entry["prev"], entry["mutation"], prev, pos, len(line) + 1))
+        found.entries.append(
+            JournalEntry(index, entry["prev"], entry["mutation"], prev, pos, len(line) + 1)
+        )
         pos += len(line) + 1
         found.valid_bytes = pos
     count = len(found.entries)
@@ -231,7 +239,12 @@ class _GoEscapingWriter(JournalWriter):
         with self._lock:
             if self.broken is not None or self._closed:
                 return super().submit(mutation, call_soon, on_done)
-            body = {"mutation": mutation, "prev": self.head, "seq": self.next_seq, "v": JOURNAL_VERSION}
+            body = {
+                "mutation": mutation,
+                "prev": self.head,
+                "seq": self.next_seq,
+                "v": JOURNAL_VERSION,
+            }
             signed = DOMAIN + _go_escaped(canonical(body))  # the bug: escaped, then signed
             entry = PendingEntry(self.next_seq, self.head, signed, call_soon, on_done)
             self.next_seq += 1
@@ -246,4 +259,3 @@ class GoEscapingJournal(JournalRecorder):
     ``&``, U+2028 and U+2029 as ``\\u`` escapes (valid JSON, the same values, other bytes)."""
 
     writer_type = _GoEscapingWriter
-

@@ -26,6 +26,7 @@ from seamspec import __version__
 from seamspec.conformance._contracts.dispatch_recorder import mutant_edges as edges
 from seamspec.conformance._contracts.dispatch_recorder import mutant_executors as more
 from seamspec.conformance._contracts.dispatch_recorder import mutant_journals as mj
+from seamspec.conformance._contracts.dispatch_recorder import mutant_sweep13 as s13
 from seamspec.conformance._contracts.dispatch_recorder.driver import (
     DispatchRecorderDriver,
     DispatchRecorderImplementation,
@@ -428,6 +429,36 @@ _JOURNAL_MUTANTS = (
              "complete entry whose newline was replaced", verifier=mj.verify_any_tail_torn),
 )  # fmt: skip
 
+_SWEEP13_MUTANTS = (
+    DrMutant("dr-recorder-reason-stripped", "DR-OUTCOME-TEXT",
+             "strips the whitespace around a failed record's reason before quoting it in "
+             "the denial", executor=s13.ReasonStripped),
+    DrMutant("dr-commit-reason-stripped", "DR-COMMIT-FAIL",
+             "strips the whitespace around a failed commit's reason in the turn's error",
+             turn=s13.loop_commit_reason_stripped),
+    DrMutant("dr-redaction-escapes-stripped", "DR-REDACT",
+             "releases a recorded redaction through a terminal sanitiser (escape sequences "
+             "and control characters removed)", executor=s13.RedactionEscapesStripped),
+    DrMutant("dr-recorded-payload-sanitised", "DR-ONE-RECORD",
+             "records a log-safe copy of each payload (escapes and control characters "
+             "removed) and applies the payload as given", executor=s13.PayloadSanitised),
+    DrMutant("dr-rewrite-args-sanitised", "DR-REWRITE",
+             "runs a recorded rewrite with escapes and control characters removed from its "
+             "new arguments", executor=s13.RewriteArgsSanitised),
+    DrMutant("dr-approval-remembered-per-call-id", "DR-APPROVAL",
+             "remembers an approval by call id, so a later step's call with the same id "
+             "runs without the approver being asked", executor=s13.ApprovalRememberedPerCallId),
+    DrMutant("dr-journal-verify-str-splitlines", "DR-JOURNAL-VERIFY",
+             "verification reads the journal with str.splitlines, so U+2028 or U+0085 "
+             "inside an entry looks like a torn tail", verifier=s13.verify_with_splitlines),
+    DrMutant("dr-journal-reopen-str-splitlines", "DR-JOURNAL-REOPEN",
+             "on reopening, looks for a torn tail with str.splitlines and cuts the file at "
+             "an entry holding U+2028 or U+0085", journal=s13.SplitlinesReopenJournal),
+    DrMutant("dr-journal-go-escapes", "DR-JOURNAL-FORMAT",
+             "writes entries as Go's encoding/json does: <, >, &, U+2028 and U+2029 as "
+             "\\u escapes, signed that way", journal=s13.GoEscapingJournal),
+)  # fmt: skip
+
 _ALL = (
     DrMutant("dr-apply-before-record", "DR-RECORD-FIRST",
              "runs the tool with the rewritten args first and records the rewrite afterwards",
@@ -577,6 +608,7 @@ _ALL = (
              "verification checks each signature but not the chain or sequence",
              lax_verify=True),
     *_JOURNAL_MUTANTS,
+    *_SWEEP13_MUTANTS,
 )  # fmt: skip
 
 _OUTSIDERS = (

@@ -51,6 +51,7 @@ def check_journal(
         ))  # fmt: skip
     earlier = int(check.get("existing_entries") or 0)
     out.extend(_reopened(check, earlier))
+    out.extend(_kept_across_reopens(check, events))
     if check.get("existing_lost") and not check.get("lost_kept_in"):
         out.append((
             REOPEN,
@@ -123,6 +124,33 @@ def _reopened(check: dict[str, Any], earlier: int) -> list[tuple[str, str]]:
             f"{check.get('reason')}",
         ))  # fmt: skip
     return out
+
+
+def _kept_across_reopens(
+    check: dict[str, Any], events: list[dict[str, Any]]
+) -> list[tuple[str, str]]:
+    """Bytes the journal had made durable before it was closed and opened again are still
+    its first bytes: a reopened recorder continues the file it finds, whoever wrote it
+    (the same recorder included). In process only, where each fsync carries a hash of
+    the bytes it covered; a file that verifies after the reopen proves nothing of it,
+    since a recorder that cut its own entries away writes a valid chain from genesis."""
+    fsyncs = [i for i, e in enumerate(events) if e["type"] == "journal_fsync"]
+    reopens = [i for i, e in enumerate(events) if e["type"] == "journal_reopen"]
+    if not reopens:
+        return []
+    changed = [
+        n
+        for n in check.get("rewritten_after_fsync", [])
+        if n < len(fsyncs) and fsyncs[n] < reopens[-1]
+    ]
+    if not changed:
+        return []
+    return [(
+        REOPEN,
+        f"bytes made durable by fsync {changed[0]} of the journal, before it was closed and "
+        "opened again, were changed afterwards: the reopened recorder did not keep the "
+        "entries the file already held (it cut them, or wrote over them)",
+    )]  # fmt: skip
 
 
 def _align(records: list[dict[str, Any]], mutations: list[Any]) -> tuple[dict[int, int], list[str]]:

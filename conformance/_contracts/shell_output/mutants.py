@@ -135,6 +135,14 @@ _ALL = [
     # sweep 13: edges no scenario touched before (the contract page, "Sweep 13")
     _m("soo-timeout-floor-one-second", "SOO-TIMEOUT", edges._TimeoutFloorOneSecond),
     _m("soo-exit-127-is-spawn-failure", "SOO-ERROR-NO-FINISH", edges._ExitStatus127IsSpawnFailure),
+    _m("soo-crlf-to-lf", "SOO-RAW", edges._CrlfToLf),
+    _m("soo-nfc-for-pane", "SOO-RAW", edges._NfcForPane),
+    _m("soo-bell-backspace-stripped", "SOO-RAW", edges._BellAndBackspaceStripped),
+    _m("soo-blank-chunks-skipped", "SOO-RAW", edges._BlankChunksSkipped),
+    _m("soo-cancel-stops-every-session", "SOO-FINISH", edges._CancelStopsEverySession),
+    _m("soo-spawn-error-told-to-pane", "SOO-RAW", edges._SpawnErrorToldToPane),
+    _m("soo-timeout-told-to-pane", "SOO-RAW", edges._TimeoutToldToPane),
+    _m("soo-result-in-text-mode", "SOO-ENVELOPE", edges._ResultInTextMode),
 ]
 
 #: Variants a batch lists in its ``UNSEEN`` (its file is kept as hashed) that scenarios

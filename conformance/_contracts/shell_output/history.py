@@ -225,6 +225,9 @@ class History:
             ends = [i for i in (call.finish_at, call.cancel_at) if i is not None]
             stop = min(ends) if ends else None
             return {s: self.offers(call, s, stop) for s in STREAMS}
+        if call.body.get("missing_program") or call.body.get("not_executable"):
+            # Never spawned: no child wrote a byte, so no chunk is a prefix of its output.
+            return {s: b"" for s in STREAMS}
         return expected_output(call.body.get("script", []))
 
     # -- when a call stopped ------------------------------------------------------------

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from types import ModuleType
 
 from seamspec import __version__
+from seamspec.conformance._contracts.shell_output import mutant_edges as edges
 from seamspec.conformance._contracts.shell_output import mutant_runners as runners
 from seamspec.conformance._contracts.shell_output import mutant_sessions as sessions
 from seamspec.conformance._contracts.shell_output.driver import (
@@ -131,6 +132,17 @@ _ALL = [
     _m("soo-refused-after-observing", "SOO-DENIED", runners._RefusedAfterObserving),
     _m("soo-id-for-refused", "SOO-DENIED-NO-ID", runners._IdForRefused),
     _m("soo-spawn-error-finishes", "SOO-ERROR-NO-FINISH", runners._SpawnErrorFinishes),
+    # sweep 13: edges no scenario touched before (the contract page, "Sweep 13")
+    _m("soo-timeout-floor-one-second", "SOO-TIMEOUT", edges._TimeoutFloorOneSecond),
+    _m("soo-exit-127-is-spawn-failure", "SOO-ERROR-NO-FINISH", edges._ExitStatus127IsSpawnFailure),
+    _m("soo-crlf-to-lf", "SOO-RAW", edges._CrlfToLf),
+    _m("soo-nfc-for-pane", "SOO-RAW", edges._NfcForPane),
+    _m("soo-bell-backspace-stripped", "SOO-RAW", edges._BellAndBackspaceStripped),
+    _m("soo-blank-chunks-skipped", "SOO-RAW", edges._BlankChunksSkipped),
+    _m("soo-cancel-stops-every-session", "SOO-FINISH", edges._CancelStopsEverySession),
+    _m("soo-spawn-error-told-to-pane", "SOO-RAW", edges._SpawnErrorToldToPane),
+    _m("soo-timeout-told-to-pane", "SOO-RAW", edges._TimeoutToldToPane),
+    _m("soo-result-in-text-mode", "SOO-ENVELOPE", edges._ResultInTextMode),
 ]
 
 #: Variants a batch lists in its ``UNSEEN`` (its file is kept as hashed) that scenarios

@@ -49,9 +49,13 @@ def check_envelope(
             ]
         return []
     if end.get("outcome") == "raised":
+        # The emitter always spawns: a script that ends by itself (an exit of any status,
+        # a signal of its own) is a child that ran and exited, which completed and did
+        # not fail (SOO-ERROR-NO-FINISH), whatever its status reads like (126, 127).
+        ran = ["SOO-ERROR-NO-FINISH"] if expected_exit(script) is not None else []
         return [
             (rule, f"{call.ident}: the command raised {end.get('error')}")
-            for rule in ["SOO-ENVELOPE", *culprit]
+            for rule in ["SOO-ENVELOPE", *ran, *culprit]
         ]
     if end.get("outcome") != "returned":
         return []

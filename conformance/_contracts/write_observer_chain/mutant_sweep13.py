@@ -122,10 +122,6 @@ SWEEP13_PENDING: tuple[tuple[str, str, str, type[WriteTools], type[WriteObserver
     ("woc-seam-deny-as-written-too", "WOC-SEAM-DENIED",
      "applies the deny patterns to the path as written too, refusing a link in a denied "
      "folder that leads to an allowed file", _DenyAsWrittenToo, WriteObserverChain),
-    ("woc-seam-edit-ignores-trailing-blanks", "WOC-SEAM-FAILED-WRITE",
-     "an old text that does not occur is retried with trailing blanks of each line "
-     "ignored, and what that finds is edited", _EditIgnoresTrailingBlanks,
-     WriteObserverChain),
     ("woc-join-repeat-suppressed", "WOC-JOIN",
      "drops an annotation identical to the one the same observer gave on the previous "
      "call", WriteTools, _RepeatSuppressed),
@@ -139,4 +135,8 @@ SWEEP13_MUTANTS: tuple[tuple[str, str, str, type[WriteTools], type[WriteObserver
     ("woc-seam-deny-case-insensitive", "WOC-SEAM-DENIED",
      "matches deny patterns case-insensitively, refusing Build/ under 'build'",
      _DenyCaseInsensitive, WriteObserverChain),
+    ("woc-seam-edit-ignores-trailing-blanks", "WOC-SEAM-FAILED-WRITE",
+     "an old text that does not occur is retried with trailing blanks of each line "
+     "ignored, and what that finds is edited", _EditIgnoresTrailingBlanks,
+     WriteObserverChain),
 )  # fmt: skip

@@ -122,9 +122,6 @@ SWEEP13_PENDING: tuple[tuple[str, str, str, type[WriteTools], type[WriteObserver
     ("woc-seam-deny-as-written-too", "WOC-SEAM-DENIED",
      "applies the deny patterns to the path as written too, refusing a link in a denied "
      "folder that leads to an allowed file", _DenyAsWrittenToo, WriteObserverChain),
-    ("woc-join-repeat-suppressed", "WOC-JOIN",
-     "drops an annotation identical to the one the same observer gave on the previous "
-     "call", WriteTools, _RepeatSuppressed),
 )  # fmt: skip
 
 #: (name, rule, statement, tools class, chain class) of every sweep 13 mutant.
@@ -139,4 +136,7 @@ SWEEP13_MUTANTS: tuple[tuple[str, str, str, type[WriteTools], type[WriteObserver
      "an old text that does not occur is retried with trailing blanks of each line "
      "ignored, and what that finds is edited", _EditIgnoresTrailingBlanks,
      WriteObserverChain),
+    ("woc-join-repeat-suppressed", "WOC-JOIN",
+     "drops an annotation identical to the one the same observer gave on the previous "
+     "call", WriteTools, _RepeatSuppressed),
 )  # fmt: skip

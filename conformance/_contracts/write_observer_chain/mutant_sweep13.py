@@ -119,9 +119,6 @@ class _RepeatSuppressed(SteppedChain):
 
 #: Written but not yet caught: registered (moved below) once a scenario catches it.
 SWEEP13_PENDING: tuple[tuple[str, str, str, type[WriteTools], type[WriteObserverChain]], ...] = (
-    ("woc-seam-deny-as-written-too", "WOC-SEAM-DENIED",
-     "applies the deny patterns to the path as written too, refusing a link in a denied "
-     "folder that leads to an allowed file", _DenyAsWrittenToo, WriteObserverChain),
 )  # fmt: skip
 
 #: (name, rule, statement, tools class, chain class) of every sweep 13 mutant.
@@ -139,4 +136,7 @@ SWEEP13_MUTANTS: tuple[tuple[str, str, str, type[WriteTools], type[WriteObserver
     ("woc-join-repeat-suppressed", "WOC-JOIN",
      "drops an annotation identical to the one the same observer gave on the previous "
      "call", WriteTools, _RepeatSuppressed),
+    ("woc-seam-deny-as-written-too", "WOC-SEAM-DENIED",
+     "applies the deny patterns to the path as written too, refusing a link in a denied "
+     "folder that leads to an allowed file", _DenyAsWrittenToo, WriteObserverChain),
 )  # fmt: skip

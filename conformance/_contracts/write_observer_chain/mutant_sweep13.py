@@ -65,6 +65,20 @@ class _DenyAsWrittenToo(WriteTools):
         return target, rel
 
 
+class _PathTrimmed(WriteTools):
+    """Trims the tool path it is given (as is often done to a model's arguments), so
+    ``"notes.txt "`` writes the twin ``notes.txt`` and reports a success."""
+
+    async def write(self, path: str, content: str | bytes) -> ToolResult:
+        return await super().write(path.strip(), content)
+
+    async def edit(self, path: str, old: str, new: str) -> ToolResult:
+        return await super().edit(path.strip(), old, new)
+
+    async def delete(self, path: str) -> ToolResult:
+        return await super().delete(path.strip())
+
+
 def _loose_match(text: str, old: str) -> re.Match[str] | None:
     """The one place ``old`` occurs when trailing blanks of each line are ignored."""
     lines = [re.escape(line.rstrip(" \t")) for line in old.split("\n")]
@@ -139,4 +153,7 @@ SWEEP13_MUTANTS: tuple[tuple[str, str, str, type[WriteTools], type[WriteObserver
     ("woc-seam-deny-as-written-too", "WOC-SEAM-DENIED",
      "applies the deny patterns to the path as written too, refusing a link in a denied "
      "folder that leads to an allowed file", _DenyAsWrittenToo, WriteObserverChain),
+    ("woc-seam-path-trimmed", "WOC-SEAM-FAILED-WRITE",
+     "trims the tool path, so a name with a trailing space writes its twin and reports "
+     "a success", _PathTrimmed, WriteObserverChain),
 )  # fmt: skip

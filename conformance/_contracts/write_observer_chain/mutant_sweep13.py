@@ -79,6 +79,19 @@ class _PathTrimmed(WriteTools):
         return await super().delete(path.strip())
 
 
+class _NewTextToFileEndings(WriteTools):
+    """Turns the new text's CRLF into LF when the file has no CRLF of its own ("keep the
+    file's line endings"), so an edit that asks for CRLF in an LF file writes LF."""
+
+    async def edit(self, path: str, old: str, new: str) -> ToolResult:
+        try:
+            target, _rel = self._check(path)
+            lf_only = b"\r\n" not in target.read_bytes()
+        except (SandboxRefused, OSError):
+            lf_only = False
+        return await super().edit(path, old, new.replace("\r\n", "\n") if lf_only else new)
+
+
 def _loose_match(text: str, old: str) -> re.Match[str] | None:
     """The one place ``old`` occurs when trailing blanks of each line are ignored."""
     lines = [re.escape(line.rstrip(" \t")) for line in old.split("\n")]
@@ -156,4 +169,7 @@ SWEEP13_MUTANTS: tuple[tuple[str, str, str, type[WriteTools], type[WriteObserver
     ("woc-seam-path-trimmed", "WOC-SEAM-FAILED-WRITE",
      "trims the tool path, so a name with a trailing space writes its twin and reports "
      "a success", _PathTrimmed, WriteObserverChain),
+    ("woc-seam-edit-new-text-to-file-endings", "WOC-SEAM-FAILED-WRITE",
+     "turns the new text's CRLF into LF when the file has none", _NewTextToFileEndings,
+     WriteObserverChain),
 )  # fmt: skip

@@ -26,7 +26,7 @@ from seamspec.reference import (
 from seamspec.reference._write_observer_chain.chain import Hook
 from seamspec.reference._write_observer_chain.write_path import SandboxRefused
 
-__all__ = ["SWEEP13_MUTANTS", "SWEEP13_PENDING"]
+__all__ = ["SWEEP13_MUTANTS"]
 
 
 class _RelpathDotDotContainment(WriteTools):
@@ -143,10 +143,6 @@ class _RepeatSuppressed(SteppedChain):
         previous, self._last[id(observer)] = self._last.get(id(observer)), annotation
         return None if annotation and annotation == previous else annotation
 
-
-#: Written but not yet caught: registered (moved below) once a scenario catches it.
-SWEEP13_PENDING: tuple[tuple[str, str, str, type[WriteTools], type[WriteObserverChain]], ...] = (
-)  # fmt: skip
 
 #: (name, rule, statement, tools class, chain class) of every sweep 13 mutant.
 SWEEP13_MUTANTS: tuple[tuple[str, str, str, type[WriteTools], type[WriteObserverChain]], ...] = (

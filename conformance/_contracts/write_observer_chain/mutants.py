@@ -15,6 +15,8 @@ Three families, one module each:
 
 - ``mutant_chains``: the reference chain with one decision changed (:class:`SteppedChain`);
 - ``mutant_tools``: the reference write tools calling the chain at the wrong moment;
+- ``mutant_sweep13``: edges found by sweep 13 before any outsider wrote them (chain and
+  tools alike);
 - ``outsiders``: bugs written by people who saw only the docs, against their own
   implementation (names start with ``out-woc-``, batch 4's ``out-woc4-``, batch 5's ``out-woc5-``, batch 6's ``out-woc6-``, batch 7's ``out-woc7-``, batch 8's ``out-woc8-``, batch 9's ``out-woc9-``, batch 10's ``out-woc10-``, batch 11's ``out-woc11-``, batch 12's ``out-woc12-``); each batch is kept as it was written.
 """
@@ -36,6 +38,7 @@ from seamspec.conformance._contracts.write_observer_chain.mutant_chains import (
     CHAIN_MUTANTS,
     SteppedChain,
 )
+from seamspec.conformance._contracts.write_observer_chain.mutant_sweep13 import SWEEP13_MUTANTS
 from seamspec.conformance._contracts.write_observer_chain.mutant_tools import TOOL_MUTANTS
 from seamspec.conformance._contracts.write_observer_chain.outsiders import (
     batch1,
@@ -113,6 +116,7 @@ class Mutant:
 def _all() -> list[Mutant]:
     found = [Mutant(n, r, s, chain=c) for n, r, s, c in CHAIN_MUTANTS]
     found += [Mutant(n, r, s, chain=c, tools=t) for n, r, s, t, c in TOOL_MUTANTS]
+    found += [Mutant(n, r, s, chain=c, tools=t) for n, r, s, t, c in SWEEP13_MUTANTS]
     batches = (
         (batch1, "outsider batch 1"),
         (batch2, "outsider batch 2"),

@@ -130,9 +130,9 @@ class SeamChecks(OracleBase):
                 self.flag(
                     "WOC-SEAM-DENIED",
                     f"{call}: the write of {path!r} was refused ({said!r}), but the sandbox "
-                    "allows it: it stays inside the root, and no deny pattern matches it or "
-                    "one of its parent folders read from the root; the check refuses what "
-                    "the sandbox names, not more",
+                    "allows it: it leads to a place inside the root, and no deny pattern "
+                    "matches that place or one of its parent folders read from the root; the "
+                    "check refuses what the sandbox names, not more",
                 )
             elif after != before:
                 # The mutation happened: blame an observer if one failed, else the tool's report.
@@ -274,17 +274,26 @@ class SeamChecks(OracleBase):
         """Whether nothing but the sandbox check could make a write of ``path`` fail.
 
         Only paths of portable names (letters, digits, ``.``, ``_``, ``-``; no ``.`` or
-        ``..`` part, no link on the way) that the sandbox allows, with no given file in the
-        way as a folder and no given folder in the way as the file. A tool may still refuse
-        stranger names (a backslash, a control character) without this check's blame.
+        ``..`` part) that the sandbox allows, with no given file in the way as a folder and
+        no given folder in the way as the file. A path with a link on the way counts only
+        when it leads to a given file, itself of portable names: the sandbox judges where a
+        path leads, so a link that lies in a denied folder but leads to an allowed file is
+        allowed (sweep 13). A tool may still refuse stranger names (a backslash, a control
+        character) without this check's blame.
         """
-        parts = path.split("/")
-        if not all(_PORTABLE.fullmatch(p) and p not in (".", "..") for p in parts):
+        given_files = {str(f) for f in self.given.get("files", {})}
+        where = resolve(path, self.given.get("symlinks", {}))
+        if where is None or is_refused(path, self.given):
             return False
-        if resolve(path, self.given.get("symlinks", {})) != path or is_refused(path, self.given):
+        if where != path and where not in given_files:
             return False
-        taken = [*self.given.get("files", {}), *self.given.get("symlinks", {})]
-        return not any(t in parents(path)[1:] or t.startswith(path + "/") for t in map(str, taken))
+        for rel in {path, where}:
+            if not all(_PORTABLE.fullmatch(p) and p not in (".", "..") for p in rel.split("/")):
+                return False
+        if where != path:
+            return True  # an overwrite of a given file, through links
+        taken = [*given_files, *map(str, self.given.get("symlinks", {}))]
+        return not any(t in parents(path)[1:] or t.startswith(path + "/") for t in taken)
 
     def _check_hook_paths(
         self, call: str, path: str, entered: list[tuple[int, dict[str, Any]]]

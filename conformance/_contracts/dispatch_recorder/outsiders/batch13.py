@@ -252,7 +252,6 @@ VARIANTS: dict[str, Variant] = {
 
 #: Variants kept but not yet registered as mutants (no scenario kills them yet), with why.
 PENDING: dict[str, str] = {
-    "out-b13dr-reopen-text-mode": "survived the first try and sweep 13: no scenario reopens a journal whose final newline became a carriage return, or whose torn tail ends inside a multi-byte character",
     "out-b13dr-cancelled-tool-commits-partial-step": "survived the first try and sweep 13: no scenario cancels a turn while a tool of a step runs and counts the commits",
 }
 

@@ -231,6 +231,11 @@ RELABELLED: dict[str, str] = {
     # order, which the variant keeps (it sorts both alike); in what order a step's results
     # join the transcript is seamspec's decision, stated in DR-CONTEXT-PLACE.
     "out-b13dr-results-sorted-by-call-id": "DR-CONTEXT-PLACE",
+    # What a turn cancelled while a tool runs may commit is not upstream's to say (the
+    # seed has no cancellation: a dropped Rust future just stops); the bug is a commit
+    # after the caller cancelled, which seamspec's DR-CANCEL forbids, and the oracle
+    # names DR-CANCEL for it.
+    "out-b13dr-cancelled-tool-commits-partial-step": "DR-CANCEL",
 }
 
 
@@ -250,10 +255,9 @@ VARIANTS: dict[str, Variant] = {
     for name, rule, statement in _WRITTEN
 }
 
-#: Variants kept but not yet registered as mutants (no scenario kills them yet), with why.
-PENDING: dict[str, str] = {
-    "out-b13dr-cancelled-tool-commits-partial-step": "survived the first try and sweep 13: no scenario cancels a turn while a tool of a step runs and counts the commits",
-}
+#: Variants kept but not yet registered as mutants (no scenario kills them yet), with why
+#: (none left: the triage's scenarios kill the three that survived sweep 13).
+PENDING: dict[str, str] = {}
 
 #: Variants that are not bugs (upstream and seamspec allow what they do), with why; kept
 #: here, never registered as mutants.

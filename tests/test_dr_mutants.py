@@ -37,6 +37,7 @@ from seamspec.conformance._contracts.dispatch_recorder.outsiders import base9 as
 from seamspec.conformance._contracts.dispatch_recorder.outsiders import base10 as outsider_base10
 from seamspec.conformance._contracts.dispatch_recorder.outsiders import base11 as outsider_base11
 from seamspec.conformance._contracts.dispatch_recorder.outsiders import base12 as outsider_base12
+from seamspec.conformance._contracts.dispatch_recorder.outsiders import base13 as outsider_base13
 from seamspec.conformance._contracts.dispatch_recorder.outsiders import (
     batch1,
     batch3,
@@ -49,6 +50,7 @@ from seamspec.conformance._contracts.dispatch_recorder.outsiders import (
     batch10,
     batch11,
     batch12,
+    batch13,
 )
 from seamspec.conformance._core.runner import Finding
 from seamspec.conformance._quality.mutants import all_mutants
@@ -84,6 +86,7 @@ def _all_results(backend: str) -> dict[str, list[ScenarioResult]]:
         "outsider-base-10": Runner(outsider_base10.build(backend), timeout=30.0, profile="strict"),
         "outsider-base-11": Runner(outsider_base11.build(backend), timeout=30.0, profile="strict"),
         "outsider-base-12": Runner(outsider_base12.build(backend), timeout=30.0, profile="strict"),
+        "outsider-base-13": Runner(outsider_base13.build(backend), timeout=30.0, profile="strict"),
     }
     runners.update(
         {
@@ -129,6 +132,7 @@ def _kills(name: str, backend: str) -> list[ScenarioResult]:
         "outsider-base-10",
         "outsider-base-11",
         "outsider-base-12",
+        "outsider-base-13",
     ],
 )
 def test_controls_pass_every_dr_scenario(control: str, backend: str) -> None:
@@ -297,3 +301,18 @@ def test_outsider_batch_12_is_registered_whole() -> None:
     assert len(batch12.VARIANTS) == 6
     assert set(batch12.RELABELLED) <= set(batch12.MUTANTS)
     assert not set(batch12.REJECTED) & set(MUTANTS)
+
+
+def test_outsider_batch_13_is_registered_whole() -> None:
+    """Every variant of batch 13 but the pending and rejected ones is a mutant, under its
+    own name and rule."""
+    assert set(batch13.MUTANTS) == (
+        set(batch13.VARIANTS) - set(batch13.PENDING) - set(batch13.REJECTED)
+    )
+    for name, variant in batch13.MUTANTS.items():
+        mutant = MUTANTS[name]
+        assert (mutant.rule, mutant.statement) == (variant.rule, variant.statement)
+        assert mutant.origin == "outsider batch 13"
+    assert len(batch13.VARIANTS) == 6
+    assert set(batch13.RELABELLED) <= set(batch13.MUTANTS)
+    assert not set(batch13.REJECTED) & set(MUTANTS)

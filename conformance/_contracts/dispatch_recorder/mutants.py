@@ -43,6 +43,7 @@ from seamspec.conformance._contracts.dispatch_recorder.outsiders import (
     batch10,
     batch11,
     batch12,
+    batch13,
 )
 from seamspec.conformance._contracts.dispatch_recorder.reference_adapter import ReferenceDispatch
 from seamspec.conformance._core.python_adapter import PythonAdapter
@@ -651,6 +652,7 @@ _OUTSIDERS = (
             (10, batch10),
             (11, batch11),
             (12, batch12),
+            (13, batch13),
         )
         for name, variant in batch.MUTANTS.items()
     )

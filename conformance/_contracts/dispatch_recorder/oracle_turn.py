@@ -105,6 +105,13 @@ def _check_contents(ev: Evidence) -> None:
                 f"commit {ev.events[i].get('n')} (step {step}): {misplaced}; each call's "
                 "context goes just before its own result",
             )
+        unordered = _out_of_proposal_order(ev, step, list(ev.events[i].get("messages") or []))
+        if unordered:
+            ev.flag(
+                "DR-CONTEXT-PLACE",
+                f"commit {ev.events[i].get('n')} (step {step}): {unordered}; each call's "
+                "messages sit in the order the model proposed the calls",
+            )
         before, after = _snapshot(ev, step), _snapshot(ev, step + 1)
         if before is None or after is None or after[: len(before)] != before:
             continue  # the turn stopped, or its transcript was rewritten: nothing to compare
@@ -166,6 +173,23 @@ def _misplaced_context(messages: list[dict[str, Any]]) -> str | None:
                 f"{call}'s result"
             )
     return None
+
+
+def _out_of_proposal_order(ev: Evidence, step: int, messages: list[dict[str, Any]]) -> str | None:
+    """Why a commit's results are not in the order the step proposed their calls, if not.
+
+    A harness that reorders a step's results (by call id, say) does so in the transcript
+    and the commit alike, so comparing the two cannot see it; the order is checked against
+    the scenario's own proposal instead. Only a commit holding exactly one result per
+    proposed call is judged here (a missing or extra result is DR-COMMIT-STEP's), and
+    the rule is seamspec's (DR-CONTEXT-PLACE): upstream's commit need only match the
+    transcript, and it names no executor that orders results.
+    """
+    proposed = [str(c.get("id")) for s, c in calls_of(ev.given) if s == step]
+    held = [str(m.get("tool_call_id")) for m in messages if m.get("role") == "tool"]
+    if held == proposed or sorted(held) != sorted(proposed):
+        return None
+    return f"its results are for {', '.join(held)}, but the model proposed {', '.join(proposed)}"
 
 
 def _roles(messages: list[dict[str, Any]]) -> list[str]:

@@ -242,8 +242,6 @@ PENDING: dict[str, str] = {
     "are sequential, none has a sibling still live when on_finish raises",
     "out-b13soo-on-finish-under-session-lock": "to triage: no scenario offers or cancels "
     "while that session's on_finish is blocked",
-    "out-b13soo-callable-run-waits-for-pane": "to triage: the SOO-NO-WAIT scenarios block "
-    "object observers only, not a plain callable",
     "out-b13soo-result-cap-utf8-backoff": "to triage: no scenario caps the result inside a "
     "multi-byte character",
 }

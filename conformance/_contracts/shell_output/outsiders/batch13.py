@@ -238,8 +238,6 @@ REJECTED: dict[str, str] = {}
 PENDING: dict[str, str] = {
     "out-b13soo-group-empty-completes": "to triage: no scenario has a setsid descendant "
     "holding the pipes after the group empties on a call that completes",
-    "out-b13soo-on-finish-under-session-lock": "to triage: no scenario offers or cancels "
-    "while that session's on_finish is blocked",
     "out-b13soo-result-cap-utf8-backoff": "to triage: no scenario caps the result inside a "
     "multi-byte character",
 }

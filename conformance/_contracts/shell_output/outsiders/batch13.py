@@ -236,8 +236,6 @@ REJECTED: dict[str, str] = {}
 
 #: Variants kept but not registered as mutants yet (no scenario catches them), with why.
 PENDING: dict[str, str] = {
-    "out-b13soo-group-empty-completes": "to triage: no scenario has a setsid descendant "
-    "holding the pipes after the group empties on a call that completes",
     "out-b13soo-result-cap-utf8-backoff": "to triage: no scenario caps the result inside a "
     "multi-byte character",
 }

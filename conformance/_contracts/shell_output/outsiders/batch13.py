@@ -15,9 +15,12 @@ rule fails it at MUST level and the oracle names the rule): 0 of 7 killed proper
 (``out-b13soo-sticky-limit-flag`` was only cited-or-named: soo-serial-after-quiet-period
 fails it but cites SOO-SERIAL, not SOO-FINISH), 6 survived. After the blind SOO sweep 13
 (main d58f1ad, written without seeing this batch): ``out-b13soo-sticky-limit-flag`` and
-``out-b13soo-exit-127-is-spawn-failure`` killed properly, 5 survived. See
-docs/contracts/shell-output-observer.md, "Outsider mutants", batch 13, for what kills
-each now.
+``out-b13soo-exit-127-is-spawn-failure`` killed properly, 5 survived. Triage killed four
+more with new scenarios (``finish-detached-grandchild-after-leader-exits``,
+``finish-panic-sibling-live``, ``session-offer-while-on-finish-blocked``,
+``returns-without-waiting-callable``); ``out-b13soo-result-cap-utf8-backoff`` stays
+``PENDING`` (upstream's own envelope backs off too: a lead's decision). See
+docs/contracts/shell-output-observer.md, "Outsider mutants", batch 13, for each.
 
 (The outsider's module docstring: "b13soo variants: each is the base with exactly one
 plausible bug.")
@@ -236,8 +239,14 @@ REJECTED: dict[str, str] = {}
 
 #: Variants kept but not registered as mutants yet (no scenario catches them), with why.
 PENDING: dict[str, str] = {
-    "out-b13soo-result-cap-utf8-backoff": "to triage: no scenario caps the result inside a "
-    "multi-byte character",
+    "out-b13soo-result-cap-utf8-backoff": "left for the lead: upstream's own envelope for "
+    "a cap inside a character is the backed-off text, not the byte-exact cut (run_pipeline "
+    "lossy-decodes the first cap bytes, shell_tool.rs:1866-1867 and 1954-1957, then "
+    "run_script cuts that text to a char boundary within the cap, 1010-1016 and 1961-1969: "
+    "'ab' + U+FFFD becomes 'ab'), so a scenario citing SOO-ENVELOPE (upstream) cannot "
+    "honestly fail it; the byte-exact cut of the bytes result is seamspec's reading and "
+    "needs a seamspec-origin rule (strict only) or a rejection, see the contract page, "
+    "batch 13",
 }
 
 #: Variants that are real bugs the suite cannot see deterministically (none so far).

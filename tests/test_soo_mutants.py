@@ -47,6 +47,7 @@ from seamspec.conformance._contracts.shell_output.outsiders import base8 as outs
 from seamspec.conformance._contracts.shell_output.outsiders import base9 as outsider_base9
 from seamspec.conformance._contracts.shell_output.outsiders import base10 as outsider_base10
 from seamspec.conformance._contracts.shell_output.outsiders import base11 as outsider_base11
+from seamspec.conformance._contracts.shell_output.outsiders import base13 as outsider_base13
 from seamspec.conformance._contracts.shell_output.outsiders import (
     batch1,
     batch2,
@@ -58,6 +59,7 @@ from seamspec.conformance._contracts.shell_output.outsiders import (
     batch9,
     batch10,
     batch11,
+    batch13,
 )
 from seamspec.conformance._core.runner import Finding
 
@@ -83,6 +85,11 @@ CONTROLS = (
     "outsider-base-10-trio",
     "outsider-base-11",
     "outsider-base-11-trio",
+    # base 13 on asyncio only: it waits on a threading.Event it polls with anyio.sleep and
+    # never touches the event loop from a thread, so on trio the only backend-specific code
+    # it runs is that sleep and anyio's cancel scopes, which reference-trio already covers
+    # (its trio run would add CI time, not evidence).
+    "outsider-base-13",
 )
 
 #: Scenarios run side by side: most of a run is spent waiting for children and gates,
@@ -138,6 +145,8 @@ def _adapter(name: str) -> Adapter:
         return outsider_base10.build("trio" if name.endswith("-trio") else "asyncio")
     if name.startswith("outsider-base-11"):
         return outsider_base11.build("trio" if name.endswith("-trio") else "asyncio")
+    if name == "outsider-base-13":
+        return outsider_base13.build()
     return mutant_adapter(name)
 
 
@@ -214,6 +223,7 @@ def test_soo_mutants_load_as_adapters() -> None:
         (batch10.MUTANTS, "outsider batch 10", 7),
         # batch 11 keeps every variant in VARIANTS, the ones not caught yet in PENDING
         (batch11.VARIANTS, "outsider batch 11", 7),
+        (batch13.VARIANTS, "outsider batch 13", 7),
     ],
 )
 def test_outsider_batch_is_registered_whole(
@@ -228,7 +238,8 @@ def test_outsider_batch_is_registered_whole(
         | batch8.OutsiderMutant
         | batch9.OutsiderMutant
         | batch10.OutsiderMutant
-        | batch11.OutsiderMutant,
+        | batch11.OutsiderMutant
+        | batch13.OutsiderMutant,
     ],
     origin: str,
     size: int,
@@ -247,6 +258,7 @@ def test_outsider_batch_is_registered_whole(
                 "out-soo9-",
                 "out-soo10-",
                 "out-soo11-",
+                "out-b13soo-",
             )
         )
         unseen = {
@@ -257,6 +269,9 @@ def test_outsider_batch_is_registered_whole(
             *batch11.UNSEEN,
             *batch11.PENDING,
             *batch11.REJECTED,
+            *batch13.UNSEEN,
+            *batch13.PENDING,
+            *batch13.REJECTED,
         } - NOW_SEEN
         if name in unseen:
             assert name not in MUTANTS, f"{name} is listed as unseen, yet registered"
@@ -268,6 +283,9 @@ def test_outsider_batch_is_registered_whole(
     assert set(MUTANTS) >= NOW_SEEN, "a variant no longer unseen must be registered"
     assert set(batch11.MUTANTS) == (
         set(batch11.VARIANTS) - set(batch11.PENDING) - set(batch11.REJECTED) - set(batch11.UNSEEN)
+    )
+    assert set(batch13.MUTANTS) == (
+        set(batch13.VARIANTS) - set(batch13.PENDING) - set(batch13.REJECTED) - set(batch13.UNSEEN)
     )
     assert "out-soo9-timeout-kill-drain-then-cancel" in NOW_SEEN
 

@@ -17,8 +17,10 @@ def expected_wait(given: dict[str, Any], when: list[dict[str, Any]]) -> float:
     """Seconds a correct runner waits on time limits: each hanging command's ``timeout``.
 
     A command hangs when its script has a ``hang`` step or starts a grandchild that hangs
-    (it holds the pipes, so a runner that waits for end of file waits for the limit); one
-    the scenario cancels waits for no limit.
+    (it holds the pipes, so a runner that waits for end of file waits for the limit) or
+    one that leaves the process group (``detached``: the linter has its gate released only
+    after the call, so it holds the pipes until the limit too, even where the child itself
+    exits at once); one the scenario cancels waits for no limit.
     """
     cancelled = set()
     for step in when:
@@ -33,7 +35,7 @@ def expected_wait(given: dict[str, Any], when: list[dict[str, Any]]) -> float:
         body = step[verb]
         timeout = body.get("timeout", given.get("timeout"))
         hangs = any(
-            isinstance(s, dict) and (s.get("hang") or s.get("grandchild") == "hang")
+            isinstance(s, dict) and (s.get("hang") or s.get("grandchild") in ("hang", "detached"))
             for s in body.get("script", [])
         )
         if hangs and timeout is not None and body.get("id") not in cancelled:

@@ -390,6 +390,15 @@ class SeamChecks(OracleBase):
         else:
             rule = "WOC-SEAM-POST"
         self.flag(rule, f"{call}: tool result text {text!r}; expected {want!r}")
+        if expected is None and rule != "WOC-SEAM-APPEND" and shown.startswith(message + SEP):
+            # A paragraph appended the seamspec way although this call's chain had no
+            # annotation (an earlier call's, kept on the tools, say): the text must be the
+            # message alone. Upstream's side of it, nothing of this call's, is POST above.
+            self.flag(
+                "WOC-SEAM-APPEND",
+                f"{call}: the chain had no annotation for this call, yet the result text "
+                f"appends {shown[len(message) + len(SEP) :]!r} to the message",
+            )
 
     def _chain_joined(self, parts: list[str]) -> bool:
         """Whether a direct ``after_write`` call of this scenario, whose observers gave the

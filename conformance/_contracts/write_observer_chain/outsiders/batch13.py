@@ -328,7 +328,6 @@ PENDING: dict[str, str] = {
     "out-b13woc-cancel-after-deadline-swallowed": "no scenario cancels after the hook's deadline",
     "out-b13woc-write-skip-stale-cache": "no scenario rewrites identical bytes after a restore",
     "out-b13woc-delete-unlinks-link": "links never appear in snapshots",
-    "out-b13woc-tool-sticky-annotation": "only another rule's scenario fails it",
 }
 
 #: The variants registered as mutants.

@@ -326,7 +326,6 @@ REJECTED: dict[str, str] = {}
 PENDING: dict[str, str] = {
     "out-b13woc-delete-prunes-to-root": "the snapshot cannot see a missing root or removed folders",
     "out-b13woc-cancel-after-deadline-swallowed": "no scenario cancels after the hook's deadline",
-    "out-b13woc-write-skip-stale-cache": "no scenario rewrites identical bytes after a restore",
     "out-b13woc-delete-unlinks-link": "links never appear in snapshots",
 }
 

@@ -325,7 +325,6 @@ REJECTED: dict[str, str] = {}
 #: Variants kept but not registered as mutants yet (no scenario catches them), with why.
 PENDING: dict[str, str] = {
     "out-b13woc-delete-prunes-to-root": "the snapshot cannot see a missing root or removed folders",
-    "out-b13woc-delete-unlinks-link": "links never appear in snapshots",
 }
 
 #: The variants registered as mutants.

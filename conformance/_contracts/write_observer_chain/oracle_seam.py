@@ -482,7 +482,8 @@ class SeamChecks(OracleBase):
         refused place, or outside, was made by a tool for a write it was to refuse, and so
         was a new folder in an allowed place on the way to a refused path (``sub/`` of a
         refused ``sub/x.lock``) that no allowed tool call needed; and the sandbox's parent
-        folder holds nothing but the sandbox and ``outside`` (``beside``).
+        folder holds nothing but the sandbox and ``outside`` (``beside``); and the root
+        itself is still a folder (``root_exists``).
         """
         made = {
             p
@@ -509,6 +510,14 @@ class SeamChecks(OracleBase):
                     f"call: {new}; a refused write must not create anything, not even the "
                     "allowed folders it would have needed",
                 )
+        if files.get("root_exists") is False:
+            # Optional like the lists above; the snapshots of a missing root are just empty.
+            self.flag(
+                "WOC-SEAM-DENIED",
+                "the sandbox root itself is gone at the end: a tool removed it (pruning the "
+                "folders a delete emptied up past the workspace, say); the root is not inside "
+                "itself, so no tool call may remove or replace it",
+            )
         beside = files.get("beside")
         if isinstance(beside, list) and beside:
             self.flag(

@@ -323,9 +323,7 @@ RELABELLED: dict[str, tuple[str, str]] = {}
 REJECTED: dict[str, str] = {}
 
 #: Variants kept but not registered as mutants yet (no scenario catches them), with why.
-PENDING: dict[str, str] = {
-    "out-b13woc-delete-prunes-to-root": "the snapshot cannot see a missing root or removed folders",
-}
+PENDING: dict[str, str] = {}
 
 #: The variants registered as mutants.
 MUTANTS: dict[str, OutsiderMutant] = {

@@ -62,6 +62,9 @@ from seamspec.conformance._contracts.write_observer_chain.outsiders import (
     base12 as outsider_base12,
 )
 from seamspec.conformance._contracts.write_observer_chain.outsiders import (
+    base13 as outsider_base13,
+)
+from seamspec.conformance._contracts.write_observer_chain.outsiders import (
     batch1,
     batch2,
     batch3,
@@ -74,6 +77,7 @@ from seamspec.conformance._contracts.write_observer_chain.outsiders import (
     batch10,
     batch11,
     batch12,
+    batch13,
 )
 from seamspec.conformance._core.runner import Finding
 
@@ -96,6 +100,8 @@ CONTROLS = (
     "outsider-base-11-trio",
     "outsider-base-12",
     "outsider-base-12-trio",
+    "outsider-base-13",
+    "outsider-base-13-trio",
 )
 
 #: Rules whose mutants may be caught at SHOULD level, with the reason.
@@ -172,6 +178,10 @@ def _adapter(adapter_name: str) -> Adapter:
         return outsider_base12.adapter()
     if adapter_name == "outsider-base-12-trio":
         return outsider_base12.adapter_trio()
+    if adapter_name == "outsider-base-13":
+        return outsider_base13.adapter()
+    if adapter_name == "outsider-base-13-trio":
+        return outsider_base13.adapter_trio()
     return mutant_adapter(adapter_name)
 
 
@@ -250,13 +260,14 @@ def test_should_only_rules_are_should_rules() -> None:
         (batch10, "outsider batch 10", 7),
         (batch11, "outsider batch 11", 7),
         (batch12, "outsider batch 12", 7),
+        (batch13, "outsider batch 13", 7),
     ],
 )
 def test_outsider_batch_is_registered_whole(batch: Any, origin: str, size: int) -> None:
     """Every variant of the batch not pending or rejected is a mutant, under its own name,
     rule and statement."""
     for name, variant in batch.MUTANTS.items():
-        # batch 1's prefix, then batches 4-12's
+        # batch 1's prefix, then batches 4-12's, then batch 13's
         assert name.startswith(
             (
                 "out-woc-",
@@ -269,6 +280,7 @@ def test_outsider_batch_is_registered_whole(batch: Any, origin: str, size: int) 
                 "out-woc10-",
                 "out-woc11-",
                 "out-woc12-",
+                "out-b13woc-",
             )
         )
         mutant = MUTANTS[name]

@@ -247,6 +247,15 @@ def _folders(root: Path) -> list[str]:
     return sorted(found)
 
 
+def _is_folder(path: Path) -> bool:
+    """Whether ``path`` is still a real folder (not gone, not a link): a tool that prunes
+    emptied folders past the workspace removes the sandbox root itself."""
+    try:
+        return stat.S_ISDIR(path.lstat().st_mode)
+    except FileNotFoundError:
+        return False
+
+
 def _beside(root: Path) -> list[str]:
     """Everything in the sandbox's parent folder that is neither the sandbox nor the folder
     next to it (``outside``), files and folders, relative to that parent, sorted. The kit
@@ -413,6 +422,8 @@ class _Run:
             folders=_folders(self.root),
             outside_folders=_folders(self.outside),
             beside=_beside(self.root),
+            # the snapshots of a missing root are just empty: say whether it is still there
+            root_exists=_is_folder(self.root),
         )
         return self.tracer.events
 

@@ -53,6 +53,7 @@ from seamspec.conformance._contracts.write_observer_chain.outsiders import (
     batch10,
     batch11,
     batch12,
+    batch13,
 )
 from seamspec.conformance._contracts.write_observer_chain.reference_adapter import (
     ReferenceWriteObservers,
@@ -130,6 +131,7 @@ def _all() -> list[Mutant]:
         (batch10, "outsider batch 10"),
         (batch11, "outsider batch 11"),
         (batch12, "outsider batch 12"),
+        (batch13, "outsider batch 13"),
     )
     for batch, origin in batches:
         found += [

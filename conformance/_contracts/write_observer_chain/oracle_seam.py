@@ -390,6 +390,15 @@ class SeamChecks(OracleBase):
         else:
             rule = "WOC-SEAM-POST"
         self.flag(rule, f"{call}: tool result text {text!r}; expected {want!r}")
+        if expected is None and rule != "WOC-SEAM-APPEND" and shown.startswith(message + SEP):
+            # A paragraph appended the seamspec way although this call's chain had no
+            # annotation (an earlier call's, kept on the tools, say): the text must be the
+            # message alone. Upstream's side of it, nothing of this call's, is POST above.
+            self.flag(
+                "WOC-SEAM-APPEND",
+                f"{call}: the chain had no annotation for this call, yet the result text "
+                f"appends {shown[len(message) + len(SEP) :]!r} to the message",
+            )
 
     def _chain_joined(self, parts: list[str]) -> bool:
         """Whether a direct ``after_write`` call of this scenario, whose observers gave the
@@ -473,7 +482,8 @@ class SeamChecks(OracleBase):
         refused place, or outside, was made by a tool for a write it was to refuse, and so
         was a new folder in an allowed place on the way to a refused path (``sub/`` of a
         refused ``sub/x.lock``) that no allowed tool call needed; and the sandbox's parent
-        folder holds nothing but the sandbox and ``outside`` (``beside``).
+        folder holds nothing but the sandbox and ``outside`` (``beside``); and the root
+        itself is still a folder (``root_exists``).
         """
         made = {
             p
@@ -500,6 +510,14 @@ class SeamChecks(OracleBase):
                     f"call: {new}; a refused write must not create anything, not even the "
                     "allowed folders it would have needed",
                 )
+        if files.get("root_exists") is False:
+            # Optional like the lists above; the snapshots of a missing root are just empty.
+            self.flag(
+                "WOC-SEAM-DENIED",
+                "the sandbox root itself is gone at the end: a tool removed it (pruning the "
+                "folders a delete emptied up past the workspace, say); the root is not inside "
+                "itself, so no tool call may remove or replace it",
+            )
         beside = files.get("beside")
         if isinstance(beside, list) and beside:
             self.flag(

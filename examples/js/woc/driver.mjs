@@ -89,6 +89,18 @@ function snapshot(root) {
 }
 
 /**
+ * Whether `where` is still a real folder (not gone, not a link): the snapshots of a missing
+ * sandbox root are just empty, so the kit says whether it is still there.
+ */
+function isFolder(where) {
+  try {
+    return fs.lstatSync(where).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
+/**
  * Everything in the sandbox's parent folder besides the sandbox and `outside`, files and
  * folders, relative to that parent, sorted: the kit makes nothing else there, so anything
  * listed was made by a tool that left the sandbox (into `../sandbox-x`, say).
@@ -309,6 +321,7 @@ class Run {
       folders: folders(this.root),
       outside_folders: folders(this.outside),
       beside: beside(this.root),
+      root_exists: isFolder(this.root),
     });
     return this.events;
   }

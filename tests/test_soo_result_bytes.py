@@ -40,5 +40,5 @@ def test_only_the_lossy_form_moves_to_result_bytes() -> None:
     moved = _as_upstream_text(wrong, written, 4)
     assert set(moved) == {"stdout_hex", "stderr_hex", "stderr_truncated"}
     # newlines converted as well: not upstream's form, so SOO-ENVELOPE's
-    text_mode = {"stdout_hex": ("61620a", "61620d0a")}
+    text_mode: dict[str, tuple[object, object]] = {"stdout_hex": ("61620a", "61620d0a")}
     assert _as_upstream_text(text_mode, {"stdout": b"ab\r\n", "stderr": b""}, 64) == {}

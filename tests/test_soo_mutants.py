@@ -288,6 +288,9 @@ def test_outsider_batch_is_registered_whole(
         set(batch13.VARIANTS) - set(batch13.PENDING) - set(batch13.REJECTED) - set(batch13.UNSEEN)
     )
     assert "out-soo9-timeout-kill-drain-then-cancel" in NOW_SEEN
+    assert set(batch13.RELABELLED) <= set(batch13.MUTANTS)
+    for name, (label, _why) in batch13.RELABELLED.items():
+        assert label != batch13.MUTANTS[name].rule, name
 
 
 @pytest.mark.parametrize("number", [1, 2, 4, 5, 6, 7, 8, 9])

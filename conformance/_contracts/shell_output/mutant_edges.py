@@ -4,8 +4,8 @@ Each class is the reference :class:`ShellRunner` or :class:`ObservationSession` 
 plausible bug an implementer reading only the contract page could write: a time limit
 raised to upstream's one-second floor, a child's own exit status 127 taken for a spawn
 failure, a pane's text "cleaned" (CRLF, NFC, bell and backspace, blank chunks), words of
-the runner's own shown as output, a sibling's session stopped by a cancellation, and a
-result read in text mode. ``mutants.py`` names them and the rule each breaks; the
+the runner's own shown as output, a sibling's session stopped by a cancellation, a
+result read in text mode, and (after batch 13) a result kept as upstream's lossy text. ``mutants.py`` names them and the rule each breaks; the
 contract page's "Sweep 13" section says which scenario kills each.
 """
 
@@ -152,3 +152,35 @@ class _ResultInTextMode(ShellRunner):
     async def run(self, argv: Sequence[str], **kwargs: Any) -> ShellResult:
         result = await super().run(argv, **kwargs)
         return replace(result, stdout=_text_mode(result.stdout), stderr=_text_mode(result.stderr))
+
+
+def _as_upstream_text(data: bytes, cap: int) -> bytes:
+    text = data[:cap].decode("utf-8", "replace").encode("utf-8")
+    end = min(len(text), cap)
+    while end and end < len(text) and (text[end] & 0xC0) == 0x80:
+        end -= 1
+    return text[:end]
+
+
+class _ResultAsUpstreamText(ShellRunner):
+    """Keeps the result's streams as upstream's text: lossy-decoded, cut back to a character.
+
+    Every valid byte (a CR included) stays, so SOO-ENVELOPE holds as upstream reads it;
+    only seamspec's SOO-RESULT-BYTES (strict) is broken.
+    """
+
+    async def run(self, argv: Sequence[str], **kwargs: Any) -> ShellResult:
+        result = await super().run(argv, **kwargs)
+        cap = self.output_cap
+        # upstream also flags a stream whose decoded text outgrew the cap (1010-1011)
+        grown = {
+            s: len(data.decode("utf-8", "replace").encode("utf-8")) > cap
+            for s, data in (("out", result.stdout), ("err", result.stderr))
+        }
+        return replace(
+            result,
+            stdout=_as_upstream_text(result.stdout, cap),
+            stderr=_as_upstream_text(result.stderr, cap),
+            stdout_truncated=result.stdout_truncated or grown["out"],
+            stderr_truncated=result.stderr_truncated or grown["err"],
+        )

@@ -144,6 +144,7 @@ _ALL = [
     _m("soo-spawn-error-told-to-pane", "SOO-RAW", edges._SpawnErrorToldToPane),
     _m("soo-timeout-told-to-pane", "SOO-RAW", edges._TimeoutToldToPane),
     _m("soo-result-in-text-mode", "SOO-ENVELOPE", edges._ResultInTextMode),
+    _m("soo-result-as-upstream-text", "SOO-RESULT-BYTES", edges._ResultAsUpstreamText),
 ]
 
 #: Variants a batch lists in its ``UNSEEN`` (its file is kept as hashed) that scenarios

@@ -1,7 +1,8 @@
 """The oracle's rules about what a process call returned, and how long its caller waited.
 
 The result is judged against the emitter's script (it is data: the kit knows every byte
-the child writes and how it ends): SOO-ENVELOPE for a completed command, SOO-FINISH for
+the child writes and how it ends): SOO-ENVELOPE for a completed command (SOO-RESULT-BYTES,
+strict, where its streams are the lossy text upstream keeps instead), SOO-FINISH for
 one that "completed" while a grandchild still held its pipes, SOO-TIMEOUT
 and SOO-TIMEOUT-RESULT for a timed-out one, SOO-TIMEOUT-GROUP for what a time limit
 left running. Durations are the driver's own measurements (``elapsed``), judged against
@@ -20,7 +21,7 @@ from seamspec.conformance._contracts.shell_output.model import (
     time_limit,
 )
 
-__all__ = ["check_bounds", "check_envelope"]
+__all__ = ["check_bounds", "check_envelope", "upstream_text"]
 
 Violation = tuple[str, str]
 
@@ -84,12 +85,59 @@ def check_envelope(
         want[f"{s}_hex"] = written[s][: history.cap].hex()
         want[f"{s}_truncated"] = len(written[s]) > history.cap
     wrong = {k: (result.get(k), v) for k, v in want.items() if result.get(k) != v}
-    if not wrong:
-        return []
-    return [
-        (rule, f"{call.ident}: result fields (observed, expected): {wrong}")
-        for rule in ["SOO-ENVELOPE", *culprit]
-    ]
+    as_text = _as_upstream_text(wrong, written, history.cap)
+    wrong = {k: v for k, v in wrong.items() if k not in as_text}
+    out: list[Violation] = []
+    if as_text:
+        out.append(
+            (
+                "SOO-RESULT-BYTES",
+                f"{call.ident}: the result's streams are decoded text, not the bytes the "
+                f"child wrote (observed, expected): {as_text}",
+            )
+        )
+    if wrong:
+        out += [
+            (rule, f"{call.ident}: result fields (observed, expected): {wrong}")
+            for rule in ["SOO-ENVELOPE", *culprit]
+        ]
+    return out
+
+
+def upstream_text(data: bytes, cap: int) -> bytes:
+    """What upstream's envelope holds for a stream that wrote ``data``, as bytes.
+
+    Upstream keeps the first ``cap`` bytes read, lossy-decodes them (an undecodable byte
+    or a sequence cut at the cap becomes U+FFFD) and cuts that text back to a character
+    boundary within the cap (shell_tool.rs:1954-1957, 1961-1969, applied at 1010-1016).
+    That form meets SOO-ENVELOPE; only seamspec's SOO-RESULT-BYTES (strict) wants bytes.
+    """
+    text = data[:cap].decode("utf-8", "replace").encode("utf-8")
+    end = min(len(text), cap)
+    while end and end < len(text) and (text[end] & 0xC0) == 0x80:
+        end -= 1
+    return text[:end]
+
+
+def _as_upstream_text(
+    wrong: dict[str, tuple[object, object]], written: dict[str, bytes], cap: int
+) -> dict[str, tuple[object, object]]:
+    """The wrong fields a runner that keeps its result as upstream's lossy text explains.
+
+    A stream equal to :func:`upstream_text` of what was written is that form; so is its
+    truncation flag set because the decoded text outgrew the cap (upstream flags a text
+    longer than the cap, 1010-1011). Anything else stays SOO-ENVELOPE's.
+    """
+    out: dict[str, tuple[object, object]] = {}
+    for s in STREAMS:
+        key = f"{s}_hex"
+        if key not in wrong or wrong[key][0] != upstream_text(written[s], cap).hex():
+            continue
+        out[key] = wrong[key]
+        grown = len(written[s][:cap].decode("utf-8", "replace").encode("utf-8")) > cap
+        if grown and wrong.get(f"{s}_truncated") == (True, False):
+            out[f"{s}_truncated"] = wrong[f"{s}_truncated"]
+    return out
 
 
 def _timed_out(

@@ -5,8 +5,8 @@ run against the suite (the original ``b13soo_variants.py`` had sha256
 6bf3fdae8abe9d1c0b7da39f1a0a58d3bc48c09e1f254bd2926c871ca0677158). Kept as written: only
 imports, type annotations the outsider left out (mypy strict), the linter's layout and the
 catalogue at the end (``OutsiderMutant`` records a spec instead of a ``VARIANTS`` list of
-triples with ``V_*`` adapter factories) changed. Labels changed after triage are in
-``RELABELLED``, variants found not to be bugs in ``REJECTED``, variants no scenario
+triples with ``V_*`` adapter factories) changed, and one label. Labels changed after triage
+are in ``RELABELLED``, variants found not to be bugs in ``REJECTED``, variants no scenario
 catches yet in ``PENDING`` (with why) and real bugs no scenario can catch
 deterministically in ``UNSEEN``; only the rest are registered as mutants (``MUTANTS``).
 
@@ -18,8 +18,10 @@ fails it but cites SOO-SERIAL, not SOO-FINISH), 6 survived. After the blind SOO 
 ``out-b13soo-exit-127-is-spawn-failure`` killed properly, 5 survived. Triage killed four
 more with new scenarios (``finish-detached-grandchild-after-leader-exits``,
 ``finish-panic-sibling-live``, ``session-offer-while-on-finish-blocked``,
-``returns-without-waiting-callable``); ``out-b13soo-result-cap-utf8-backoff`` stays
-``PENDING`` (upstream's own envelope backs off too: a lead's decision). See
+``returns-without-waiting-callable``); ``out-b13soo-result-cap-utf8-backoff`` was left
+``PENDING`` (upstream's own envelope backs off too) until the lead's decision: it is
+relabelled to the new seamspec rule SOO-RESULT-BYTES (strict) and killed by
+``result-bytes-cap-inside-character``. See
 docs/contracts/shell-output-observer.md, "Outsider mutants", batch 13, for each.
 
 (The outsider's module docstring: "b13soo variants: each is the base with exactly one
@@ -182,7 +184,8 @@ class OutsiderMutant:
     runner_class: type[ShellRunner]
 
 
-#: name, rule and statement as the outsider wrote them, and the runner with the bug.
+#: name, rule and statement as the outsider wrote them (a rule since changed is in
+#: ``RELABELLED``), and the runner with the bug.
 _SPECS = [
     OutsiderMutant(
         "out-b13soo-group-empty-completes",
@@ -222,7 +225,7 @@ _SPECS = [
     ),
     OutsiderMutant(
         "out-b13soo-result-cap-utf8-backoff",
-        "SOO-ENVELOPE",
+        "SOO-RESULT-BYTES",  # the outsider's label was SOO-ENVELOPE: see RELABELLED
         "When a stream exceeds the output cap, the result's capped bytes are backed off to a whole UTF-8 character, so a cap that falls inside a multi-byte sequence returns fewer than cap bytes.",
         ResultCapUtf8Backoff,
     ),
@@ -232,22 +235,23 @@ _SPECS = [
 VARIANTS: dict[str, OutsiderMutant] = {m.name: m for m in _SPECS}
 
 #: Labels changed after the batch was judged, with the label the outsider gave and why.
-RELABELLED: dict[str, tuple[str, str]] = {}
+RELABELLED: dict[str, tuple[str, str]] = {
+    "out-b13soo-result-cap-utf8-backoff": (
+        "SOO-ENVELOPE",
+        "upstream's own envelope for a cap inside a character is the backed-off text, not "
+        "the byte-exact cut (run_pipeline lossy-decodes the first cap bytes, "
+        "shell_tool.rs:1866-1867 and 1954-1957, then run_script cuts that text to a char "
+        "boundary within the cap, 1010-1016 and 1961-1969: 'ab' + U+FFFD becomes 'ab'), so "
+        "the variant meets upstream's SOO-ENVELOPE; the byte-exact cut is seamspec's "
+        "SOO-RESULT-BYTES (strict profile), which soo-result-bytes-cap-inside-character pins",
+    ),
+}
 
 #: Variants triage found not to be bugs, with the reason (kept here, never registered).
 REJECTED: dict[str, str] = {}
 
 #: Variants kept but not registered as mutants yet (no scenario catches them), with why.
-PENDING: dict[str, str] = {
-    "out-b13soo-result-cap-utf8-backoff": "left for the lead: upstream's own envelope for "
-    "a cap inside a character is the backed-off text, not the byte-exact cut (run_pipeline "
-    "lossy-decodes the first cap bytes, shell_tool.rs:1866-1867 and 1954-1957, then "
-    "run_script cuts that text to a char boundary within the cap, 1010-1016 and 1961-1969: "
-    "'ab' + U+FFFD becomes 'ab'), so a scenario citing SOO-ENVELOPE (upstream) cannot "
-    "honestly fail it; the byte-exact cut of the bytes result is seamspec's reading and "
-    "needs a seamspec-origin rule (strict only) or a rejection, see the contract page, "
-    "batch 13",
-}
+PENDING: dict[str, str] = {}
 
 #: Variants that are real bugs the suite cannot see deterministically (none so far).
 UNSEEN: dict[str, str] = {}

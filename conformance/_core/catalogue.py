@@ -30,7 +30,7 @@ __all__ = [
 ]
 
 #: Bumped when a rule is added, split or its meaning changes; reports carry it.
-SPEC_VERSION = "2026.25"
+SPEC_VERSION = "2026.26"
 
 
 Level = Literal["MUST", "SHOULD"]

@@ -175,6 +175,28 @@ def test_the_linter_refuses_gates_that_race_a_short_limit() -> None:
     assert _lint(generous, when, {}) == []
 
 
+def test_the_linter_refuses_healthy_records_under_a_short_limit() -> None:
+    """A record that answers at once races a short limit on a loaded machine (a flake)."""
+    given: dict[str, Any] = {
+        "provider": [{"calls": [{"id": "c1", "tool": "t", "args": "{}"}]}],
+        "policy": {"c1": {"pre": {"rewrite": '{"x":1}'}, "redact": "{}"}},
+        "recorder": {"record": [{"ok": True}, {"hang": True}]},
+        "record_time_limit": 0.25,
+    }
+    when: list[dict[str, Any]] = [{"turn": "t1"}]
+    problems = _lint(given, when, {})
+    assert problems == [
+        "this record answers on its own under a 0.25 s record_time_limit, and would race it "
+        "on a loaded machine: give a record_time_limit of 1 s or more, or script every "
+        "record to hang or be late"
+    ]
+    assert _lint({**given, "record_time_limit": 1.0}, when, {}) == []
+    hung = {**given, "recorder": {"record": {"hang": True}}}
+    assert _lint(hung, when, {}) == []
+    unscripted = {**given, "recorder": {"commit": {"hang": True}}, "commit_time_limit": 0.05}
+    assert any("this commit" not in m and "this record" in m for m in _lint(unscripted, when, {}))
+
+
 def test_the_linter_keeps_release_after_well_inside_the_limit() -> None:
     given: dict[str, Any] = {
         "provider": [{"calls": [{"id": "c1", "tool": "t", "args": "{}"}]}],

@@ -258,13 +258,13 @@ def _variant(tmp_path: Path, relative: str, old: str, new: str) -> tuple[Path, i
     [
         (
             "write-observer-chain/woc-builtin-formatter-hang-under-chain-limit.yaml",
-            "hook_time_limit: 0.25",
+            "hook_time_limit: 1.0",
             "hook_time_limit: .nan",
             "not a finite number",
         ),
         (
             "write-observer-chain/woc-builtin-formatter-hang-under-chain-limit.yaml",
-            "hook_time_limit: 0.25",
+            "hook_time_limit: 1.0",
             "hook_time_limit: 1.0e+300",
             "greater than the maximum of 4",
         ),

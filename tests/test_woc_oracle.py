@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from seamspec.conformance._contracts.write_observer_chain import joins, oracle, sandbox
+from seamspec.conformance._contracts.write_observer_chain import joins, model, oracle, sandbox
 
 
 def _request(given: dict[str, Any], when: list[dict[str, Any]]) -> dict[str, Any]:
@@ -169,3 +169,32 @@ def test_anything_beside_the_sandbox_is_a_finding() -> None:
     found = oracle.check(request, {}, [{**files, "beside": ["sandbox-x", "sandbox-x/f.txt"]}])
     assert [rule for rule, _ in found] == ["WOC-SEAM-DENIED"]
     assert "sandbox-x/f.txt" in found[0][1]
+
+
+def test_the_linter_keeps_healthy_hooks_out_of_short_limits() -> None:
+    """A hook that returns at once races a limit below 1 s on a loaded machine (a flake);
+    the hooks that hang may sit under one, in a nested chain that holds only them."""
+    short: dict[str, Any] = {
+        "name": "stuck",
+        "hook_time_limit": 0.25,
+        "chain": [{"name": "fmt", "after_write": {"hang": True}}],
+    }
+    diag = {"name": "diag", "after_write": {"return": "diag: clean"}}
+    call = [{"call": {"id": "c1", "hook": "after_write", "path": "a.py"}}]
+
+    def problems(observers: list[dict[str, Any]], when: list[dict[str, Any]]) -> list[str]:
+        data = {"given": {"observers": observers}, "when": when, "then": {}, "requires": []}
+        return [message for _, message in model.lint(data)]
+
+    assert problems([short, diag], call) == []
+    inside = {**short, "chain": [*short["chain"], diag]}
+    assert problems([inside], call) == [
+        "diag.after_write returns on its own under a 0.25 s per-hook limit, and would race "
+        "it on a loaded machine: give its chain a limit of 1 s or more, or move it out of "
+        "the chain with the short limit"
+    ]
+    assert problems([{**inside, "hook_time_limit": 1.0}], call) == []
+    # A write calls both hooks: fmt's before_write returns at once under the short limit.
+    write = [{"write": {"id": "w1", "path": "a.py", "content": "x\n"}}]
+    found = problems([short, diag], write)
+    assert [m.split(" ")[0] for m in found if "per-hook limit" in m] == ["fmt.before_write"]

@@ -38,6 +38,11 @@ PRE_KINDS = {"rewrite": "input_rewrite", "inject": "context_injection"}
 #: step would race it (a loaded machine can take that long between two steps), so the
 #: linter asks for ``late`` with ``release_late`` (or no release at all) instead.
 RACE_LIMIT = 2.0
+#: The shortest record or commit time limit a healthy record or commit may run under. One
+#: that answers at once still races the limit: a loaded machine can stall a thread (or a
+#: wire adapter's round trip) between the timer starting and the answer. Below this, every
+#: scripted record or commit must hang, be ``late`` or wait on a gate (docs/scenarios.md).
+HEALTHY_LIMIT = 1.0
 
 
 def step_verb(step: dict[str, Any]) -> str:
@@ -287,6 +292,7 @@ def lint(data: dict[str, Any]) -> list[tuple[tuple[str | int, ...], str]]:
         if step_verb(step) == "release_after":
             problems.extend(_release_after(given, index, step["release_after"]))
     problems.extend(_races(given, when))
+    problems.extend(_healthy_under_short_limits(given))
     for b in _behaviours(recorder, "commit"):
         if (b.get("hang") or b.get("late")) and "commit_time_limit" not in given:
             problems.append((("given",), "a hanging commit needs `commit_time_limit`"))
@@ -318,6 +324,28 @@ def _races(
                     f"releasing gate {gate!r} races the {limit:g} s {limit_key}: the {key} "
                     f"must pass (or fail) the same on a loaded machine; use `late: true` "
                     f"with `release_late`, a limit of {RACE_LIMIT:g} s or more, or no release",
+                ))  # fmt: skip
+    return problems
+
+
+def _healthy_under_short_limits(given: dict[str, Any]) -> list[tuple[tuple[str | int, ...], str]]:
+    """Records and commits that answer on their own under a limit below HEALTHY_LIMIT."""
+    problems: list[tuple[tuple[str | int, ...], str]] = []
+    recorder = given.get("recorder") or {}
+    for key, limit_key in (("record", "record_time_limit"), ("commit", "commit_time_limit")):
+        limit = given.get(limit_key)
+        if limit is None or float(limit) >= HEALTHY_LIMIT:
+            continue
+        script = recorder.get(key)
+        behaviours = _behaviours(recorder, key) if script is not None else [{}]
+        for index, b in enumerate(behaviours):
+            if not (b.get("hang") or b.get("late") or "gate" in b):
+                at: tuple[str | int, ...] = ("given", "recorder", key)
+                problems.append((
+                    at + ((index,) if isinstance(script, list) else ()),
+                    f"this {key} answers on its own under a {float(limit):g} s {limit_key}, and "
+                    f"would race it on a loaded machine: give a {limit_key} of "
+                    f"{HEALTHY_LIMIT:g} s or more, or script every {key} to hang or be late",
                 ))  # fmt: skip
     return problems
 

@@ -25,6 +25,12 @@ __all__ = [
 
 TOOL_VERBS = ("write", "edit", "delete")
 HOOKS = ("before_write", "after_write")
+#: The shortest per-hook time limit a healthy hook may run under. Even a hook that returns
+#: at once races the limit it runs under: a loaded machine can stall a thread between the
+#: chain starting its timer and the hook returning (cut-offs were measured up to 0.45 s
+#: late at load 10 to 20). So a limit below this holds only hooks that block until it
+#: runs out, and healthy ones run under a longer limit or outside the limited chain.
+HEALTHY_LIMIT = 1.0
 
 
 def step_verb(step: dict[str, Any]) -> str:
@@ -142,6 +148,56 @@ def _lint_links(given: dict[str, Any]) -> list[tuple[tuple[str | int, ...], str]
     return problems
 
 
+def _blocks(entry: dict[str, Any], hook: str, index: int, released: set[str]) -> bool:
+    """Whether this hook call of a leaf waits until a limit cuts it off (never returns)."""
+    if "builtin" in entry:
+        return hook == "after_write" and entry.get("program") == "tidy-hang"
+    behaviour = behaviour_for(entry, hook, index)
+    return bool(behaviour.get("hang")) or (
+        "gate" in behaviour and behaviour["gate"] not in released
+    )
+
+
+def _lint_short_limits(
+    given: dict[str, Any], when: list[dict[str, Any]]
+) -> list[tuple[tuple[str | int, ...], str]]:
+    """Under a limit below :data:`HEALTHY_LIMIT`, every hook the steps call must block.
+
+    A healthy hook there would race the limit on a loaded machine, and a scenario whose
+    verdict turns on the machine's load is a flaky one (docs/scenarios.md, "Time limits").
+    """
+    problems: list[tuple[tuple[str | int, ...], str]] = []
+    limits = leaf_limits(given)
+    released = {step["release"] for step in when if step_verb(step) == "release"}
+    seen = dict.fromkeys(HOOKS, 0)
+    told: set[tuple[str, str]] = set()
+    for index, step in enumerate(when):
+        verb = step_verb(step)
+        body = step[verb]
+        if verb in ("call", "start"):
+            hooks: tuple[str, ...] = (body["hook"],)
+        elif verb in TOOL_VERBS:
+            hooks = HOOKS
+        else:
+            continue
+        for hook in hooks:
+            for entry in flatten(given["observers"]):
+                limit = limits.get(str(entry["name"]))
+                if limit is None or limit >= HEALTHY_LIMIT or (entry["name"], hook) in told:
+                    continue
+                if not _blocks(entry, hook, seen[hook], released):
+                    told.add((entry["name"], hook))
+                    problems.append((
+                        ("when", index, verb),
+                        f"{entry['name']}.{hook} returns on its own under a {limit:g} s "
+                        f"per-hook limit, and would race it on a loaded machine: give its "
+                        f"chain a limit of {HEALTHY_LIMIT:g} s or more, or move it out of "
+                        "the chain with the short limit",
+                    ))  # fmt: skip
+            seen[hook] += 1
+    return problems
+
+
 def lint(data: dict[str, Any]) -> list[tuple[tuple[str | int, ...], str]]:
     """Cross-references the schema cannot express: names, gates and ids must line up."""
     problems: list[tuple[tuple[str | int, ...], str]] = []
@@ -253,6 +309,7 @@ def lint(data: dict[str, Any]) -> list[tuple[tuple[str | int, ...], str]]:
                 )
             )
     problems.extend(_lint_links(given))
+    problems.extend(_lint_short_limits(given, when))
     uses_tools = bool(tools) or any(k in given for k in ("files", "deny", "symlinks", "outside"))
     uses_tools = uses_tools or "files" in then
     if uses_tools and "write-tools" not in data.get("requires", []):

@@ -59,7 +59,7 @@ from ._mutant_matrix import describe, run_matrix
 
 CONTRACT = "dispatch-recorder"
 BACKENDS = ("asyncio", "trio")
-PARALLEL_RUNS = 8
+PARALLEL_RUNS = 16
 #: Controls without a signed journal (they do not declare `signed-journal`).
 NO_JOURNAL_CONTROLS = frozenset(
     {"outsider-base-7", "outsider-base-8", "outsider-base-9", "outsider-base-12"}

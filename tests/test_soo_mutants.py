@@ -94,7 +94,7 @@ CONTROLS = (
 
 #: Scenarios run side by side: most of a run is spent waiting for children and gates,
 #: and no mutant's verdict hinges on timing (bounds are gated and generous).
-PARALLEL_RUNS = 6
+PARALLEL_RUNS = 12
 
 
 @cache

@@ -119,7 +119,7 @@ pytestmark = pytest.mark.filterwarnings(
 
 #: Scenarios run side by side: most of a run is spent waiting (time limits, child
 #: programs), and a mutant's verdict does not hinge on timing.
-PARALLEL_RUNS = 8
+PARALLEL_RUNS = 16
 
 
 @cache

@@ -3,7 +3,7 @@
 Written by batch 14's outsider from the docs alone (the docs of main ecbade0) and hashed
 before any run (the original ``b14woc_variants.py`` had sha256
 95672490e9a2692bb32e92081b1459776273bbca43dd2722b5f1def75a32f347). Kept as written: only
-imports and annotations changed, and the outsider's ``VARIANTS`` list with its ``V_*``
+imports and one ``noqa`` changed (and ``ruff format``'s line joins), and the outsider's ``VARIANTS`` list with its ``V_*``
 factories became the catalogue at the end (same names, rules and statements; each
 variant's adapter is built by ``make_adapter`` from the outsider's own ``_impl`` as before,
 now with a backend); labels changed after triage are in ``RELABELLED``, variants found not

@@ -42,5 +42,6 @@ scenario citing another rule, five survived; the blind sweep 13 then caught one 
 and the scenarios now catch all seven.
 Batch 14 (``base14.py``, ``batch14.py``, variants ``out-b14woc-*``), by a fourteenth
 outsider, is kept as written: six of seven killed properly on the first try, one
-(``link-followed-once``) only by a scenario citing another rule.
+(``link-followed-once``) only by a scenario citing another rule; the scenarios now catch
+all seven.
 """

@@ -12,9 +12,12 @@ to be bugs in ``REJECTED``, variants not caught yet in ``PENDING``.
 First try, judged against main ecbade0: 6 of 7 killed properly (``ansi-stripped``,
 ``repeat-suppressed``, ``warned-global-by-name``, ``timeout-warned-apart``,
 ``dot-parent-denied``, ``edit-old-gone-check``); ``link-followed-once`` (WOC-SEAM-DENIED)
-was failed only by a scenario citing another rule (woc-seam-pre-link-to-a-link-gets-final-
-target, WOC-SEAM-PRE). The contract page's "Outsider mutants" section (batch 14) says what
-each one is, whether upstream demands the behaviour, and what catches it now.
+was failed only by a scenario citing another rule
+(woc-seam-pre-link-to-a-link-gets-final-target, WOC-SEAM-PRE). Triage added
+woc-seam-denied-link-to-a-link-out-of-root-or-denied (WOC-SEAM-DENIED), which kills it
+properly, so all seven are registered. The contract page's "Outsider mutants" section
+(batch 14) says what each one is, whether upstream demands the behaviour, and what
+catches it now.
 
 Original module docstring:
 
@@ -292,12 +295,7 @@ RELABELLED: dict[str, tuple[str, str]] = {}
 REJECTED: dict[str, str] = {}
 
 #: Variants kept but not registered as mutants yet (no scenario catches them), with why.
-PENDING: dict[str, str] = {
-    "out-b14woc-link-followed-once": "first try: failed only by "
-    "woc-seam-pre-link-to-a-link-gets-final-target, which cites WOC-SEAM-PRE, not "
-    "WOC-SEAM-DENIED; no scenario citing WOC-SEAM-DENIED has a chain of links that leads "
-    "out of the root or into a denied folder",
-}
+PENDING: dict[str, str] = {}
 
 #: The variants registered as mutants.
 MUTANTS: dict[str, OutsiderMutant] = {

@@ -65,6 +65,9 @@ from seamspec.conformance._contracts.write_observer_chain.outsiders import (
     base13 as outsider_base13,
 )
 from seamspec.conformance._contracts.write_observer_chain.outsiders import (
+    base14 as outsider_base14,
+)
+from seamspec.conformance._contracts.write_observer_chain.outsiders import (
     batch1,
     batch2,
     batch3,
@@ -78,6 +81,7 @@ from seamspec.conformance._contracts.write_observer_chain.outsiders import (
     batch11,
     batch12,
     batch13,
+    batch14,
 )
 from seamspec.conformance._core.runner import Finding
 
@@ -102,6 +106,7 @@ CONTROLS = (
     "outsider-base-12-trio",
     "outsider-base-13",
     "outsider-base-13-trio",
+    "outsider-base-14",
 )
 
 #: Rules whose mutants may be caught at SHOULD level, with the reason.
@@ -182,6 +187,8 @@ def _adapter(adapter_name: str) -> Adapter:
         return outsider_base13.adapter()
     if adapter_name == "outsider-base-13-trio":
         return outsider_base13.adapter_trio()
+    if adapter_name == "outsider-base-14":
+        return outsider_base14.adapter()
     return mutant_adapter(adapter_name)
 
 
@@ -261,13 +268,14 @@ def test_should_only_rules_are_should_rules() -> None:
         (batch11, "outsider batch 11", 7),
         (batch12, "outsider batch 12", 7),
         (batch13, "outsider batch 13", 7),
+        (batch14, "outsider batch 14", 7),
     ],
 )
 def test_outsider_batch_is_registered_whole(batch: Any, origin: str, size: int) -> None:
     """Every variant of the batch not pending or rejected is a mutant, under its own name,
     rule and statement."""
     for name, variant in batch.MUTANTS.items():
-        # batch 1's prefix, then batches 4-12's, then batch 13's
+        # batch 1's prefix, then batches 4-12's, then batches 13-14's
         assert name.startswith(
             (
                 "out-woc-",
@@ -281,6 +289,7 @@ def test_outsider_batch_is_registered_whole(batch: Any, origin: str, size: int) 
                 "out-woc11-",
                 "out-woc12-",
                 "out-b13woc-",
+                "out-b14woc-",
             )
         )
         mutant = MUTANTS[name]

@@ -54,6 +54,7 @@ from seamspec.conformance._contracts.write_observer_chain.outsiders import (
     batch11,
     batch12,
     batch13,
+    batch14,
 )
 from seamspec.conformance._contracts.write_observer_chain.reference_adapter import (
     ReferenceWriteObservers,
@@ -132,6 +133,7 @@ def _all() -> list[Mutant]:
         (batch11, "outsider batch 11"),
         (batch12, "outsider batch 12"),
         (batch13, "outsider batch 13"),
+        (batch14, "outsider batch 14"),
     )
     for batch, origin in batches:
         found += [

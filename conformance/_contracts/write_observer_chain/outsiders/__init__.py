@@ -40,4 +40,8 @@ Batch 13 (``base13.py``, ``batch13.py``, variants ``out-b13woc-*``), by a thirte
 outsider, is kept as written: one of seven killed properly on the first try, one only by a
 scenario citing another rule, five survived; the blind sweep 13 then caught one more,
 and the scenarios now catch all seven.
+Batch 14 (``base14.py``, ``batch14.py``, variants ``out-b14woc-*``), by a fourteenth
+outsider, is kept as written: six of seven killed properly on the first try, one
+(``link-followed-once``) only by a scenario citing another rule; the scenarios now catch
+all seven.
 """

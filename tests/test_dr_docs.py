@@ -73,17 +73,19 @@ def test_every_cited_seed_line_exists() -> None:
 
 def test_outsider_table_names_real_mutants_and_catching_scenarios() -> None:
     """Each row of "Outsider mutants" names a real outsider mutant, its rule, and scenarios
-    that cite that rule (every batch's rows: ``out-dr-*``, ``out-dr4-*``, ``out-dr5-*``)."""
+    that cite that rule (every batch's rows: ``out-dr-*``, ``out-dr4-*``, ``out-b13dr-*``;
+    a rule cell may add words after the ID, such as the rule the outsider wrote)."""
     scenarios = {s.id: s for s in load_scenarios() if s.contract == CONTRACT}
     section = _section("Outsider mutants")
-    rows = [line for line in section.splitlines() if line.startswith("| `out-dr")]
+    rows = [line for line in section.splitlines() if line.startswith("| `out-")]
     assert rows, "the outsider table is empty"
     for line in rows:
         cells = line.strip().strip("|").split("|")
         name = cells[0].strip().strip("`")
         mutant = MUTANTS[name]
         assert mutant.origin.startswith("outsider"), name
-        assert cells[1].strip() == mutant.rule, f"{name}: the table says {cells[1].strip()}"
+        rule = cells[1].split()[0]
+        assert rule == mutant.rule, f"{name}: the table says {cells[1].strip()}"
         named = re.findall(r"`([a-z0-9-]+)`", cells[-1])
         assert named, f"{name}: no scenario named"
         for short in named:

@@ -44,6 +44,7 @@ from seamspec.conformance._contracts.dispatch_recorder.outsiders import (
     batch11,
     batch12,
     batch13,
+    batch14,
 )
 from seamspec.conformance._contracts.dispatch_recorder.reference_adapter import ReferenceDispatch
 from seamspec.conformance._core.python_adapter import PythonAdapter
@@ -653,6 +654,7 @@ _OUTSIDERS = (
             (11, batch11),
             (12, batch12),
             (13, batch13),
+            (14, batch14),
         )
         for name, variant in batch.MUTANTS.items()
     )

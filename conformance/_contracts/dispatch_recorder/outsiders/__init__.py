@@ -18,8 +18,9 @@ that judges a raised tool's redaction catch all six now. Batches 5 (``base5.py``
 ``batch9.py``, ``out-dr9-*``, a third harness with no journal), 10 (``base10.py``,
 ``batch10.py``, ``out-dr10-*``, a harness with its own signed journal again), 11
 (``base11.py``, ``batch11.py``, ``out-dr11-*``, another signed journal), 12
-(``base12.py``, ``batch12.py``, ``out-dr12-*``, a fourth harness with no journal) and 13
-(``base13.py``, ``batch13.py``, ``out-b13dr-*``, a signed journal again) follow
+(``base12.py``, ``batch12.py``, ``out-dr12-*``, a fourth harness with no journal), 13
+(``base13.py``, ``batch13.py``, ``out-b13dr-*``, a signed journal again) and 14
+(``base14.py``, ``batch14.py``, ``out-b14dr-*``, another signed journal) follow
 the same shape; the contract page's "Outsider mutants" section says what each first try found
 and which scenarios catch each variant now.
 """

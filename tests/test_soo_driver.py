@@ -13,7 +13,7 @@ from typing import Any
 
 from seamspec import __version__
 from seamspec.conformance import PythonAdapter, Runner, load_scenarios
-from seamspec.conformance._contracts.shell_output import evidence, own_stdin
+from seamspec.conformance._contracts.shell_output import evidence, model, own_stdin
 from seamspec.conformance._contracts.shell_output.driver import ShellOutputDriver, emitter_command
 from seamspec.conformance._contracts.shell_output.reference_adapter import ReferenceShellOutput
 from seamspec.reference._shell_output import emitter as _emitter
@@ -35,6 +35,22 @@ def test_an_undeclared_driver_feature_skips_its_scenarios() -> None:
     skipped = results["soo-session-budget-then-late"]
     assert skipped.status == "skip"
     assert "soo-session" in skipped.detail
+
+
+def test_the_python_driver_declares_the_falsy_observer_for_every_implementation() -> None:
+    """The falsy observer is the kit's object: no implementation has to opt in, and a
+    scenario that hands one over must say so, since over the wire it means nothing."""
+    assert "soo-falsy-observer" in ShellOutputDriver(ProcessesOnly()).features
+    assert ShellOutputDriver(ReferenceShellOutput()).features.count("soo-falsy-observer") == 1
+    scenario: dict[str, Any] = {
+        "requires": ["soo-process"],
+        "given": {"observers": [{"name": "pane", "falsy": True}]},
+        "when": [{"run": {"id": "a", "observer": "pane", "script": [{"out": "x"}]}}],
+        "then": {},
+    }
+    assert any("soo-falsy-observer" in why for _, why in model.lint(scenario))
+    scenario["requires"].append("soo-falsy-observer")
+    assert model.lint(scenario) == []
 
 
 def test_the_emitter_command_runs_the_kit_file_not_a_command_line() -> None:

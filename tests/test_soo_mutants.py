@@ -48,6 +48,7 @@ from seamspec.conformance._contracts.shell_output.outsiders import base9 as outs
 from seamspec.conformance._contracts.shell_output.outsiders import base10 as outsider_base10
 from seamspec.conformance._contracts.shell_output.outsiders import base11 as outsider_base11
 from seamspec.conformance._contracts.shell_output.outsiders import base13 as outsider_base13
+from seamspec.conformance._contracts.shell_output.outsiders import base14 as outsider_base14
 from seamspec.conformance._contracts.shell_output.outsiders import (
     batch1,
     batch2,
@@ -60,6 +61,7 @@ from seamspec.conformance._contracts.shell_output.outsiders import (
     batch10,
     batch11,
     batch13,
+    batch14,
 )
 from seamspec.conformance._core.runner import Finding
 
@@ -90,6 +92,9 @@ CONTROLS = (
     # it runs is that sleep and anyio's cancel scopes, which reference-trio already covers
     # (its trio run would add CI time, not evidence).
     "outsider-base-13",
+    # base 14 on asyncio only, for the same reason: threads and a threading.Event it polls
+    # with anyio.sleep, no backend-specific code of its own.
+    "outsider-base-14",
 )
 
 #: Scenarios run side by side: most of a run is spent waiting for children and gates,
@@ -147,6 +152,8 @@ def _adapter(name: str) -> Adapter:
         return outsider_base11.build("trio" if name.endswith("-trio") else "asyncio")
     if name == "outsider-base-13":
         return outsider_base13.build()
+    if name == "outsider-base-14":
+        return outsider_base14.build()
     return mutant_adapter(name)
 
 
@@ -224,6 +231,7 @@ def test_soo_mutants_load_as_adapters() -> None:
         # batch 11 keeps every variant in VARIANTS, the ones not caught yet in PENDING
         (batch11.VARIANTS, "outsider batch 11", 7),
         (batch13.VARIANTS, "outsider batch 13", 7),
+        (batch14.VARIANTS, "outsider batch 14", 7),
     ],
 )
 def test_outsider_batch_is_registered_whole(
@@ -239,7 +247,8 @@ def test_outsider_batch_is_registered_whole(
         | batch9.OutsiderMutant
         | batch10.OutsiderMutant
         | batch11.OutsiderMutant
-        | batch13.OutsiderMutant,
+        | batch13.OutsiderMutant
+        | batch14.OutsiderMutant,
     ],
     origin: str,
     size: int,
@@ -259,6 +268,7 @@ def test_outsider_batch_is_registered_whole(
                 "out-soo10-",
                 "out-soo11-",
                 "out-b13soo-",
+                "out-b14soo-",
             )
         )
         unseen = {
@@ -272,6 +282,9 @@ def test_outsider_batch_is_registered_whole(
             *batch13.UNSEEN,
             *batch13.PENDING,
             *batch13.REJECTED,
+            *batch14.UNSEEN,
+            *batch14.PENDING,
+            *batch14.REJECTED,
         } - NOW_SEEN
         if name in unseen:
             assert name not in MUTANTS, f"{name} is listed as unseen, yet registered"
@@ -287,10 +300,14 @@ def test_outsider_batch_is_registered_whole(
     assert set(batch13.MUTANTS) == (
         set(batch13.VARIANTS) - set(batch13.PENDING) - set(batch13.REJECTED) - set(batch13.UNSEEN)
     )
+    assert set(batch14.MUTANTS) == (
+        set(batch14.VARIANTS) - set(batch14.PENDING) - set(batch14.REJECTED) - set(batch14.UNSEEN)
+    )
     assert "out-soo9-timeout-kill-drain-then-cancel" in NOW_SEEN
     assert set(batch13.RELABELLED) <= set(batch13.MUTANTS)
     for name, (label, _why) in batch13.RELABELLED.items():
         assert label != batch13.MUTANTS[name].rule, name
+    assert set(batch14.RELABELLED) <= set(batch14.MUTANTS)
 
 
 @pytest.mark.parametrize("number", [1, 2, 4, 5, 6, 7, 8, 9])

@@ -35,6 +35,7 @@ from anyio.abc import TaskGroup, TaskStatus
 
 from seamspec.conformance._contracts.shell_output import evidence, own_stdin
 from seamspec.conformance._contracts.shell_output.model import (
+    FALSY_OBSERVER_FEATURE,
     behaviour_for,
     budget,
     cancel_target,
@@ -91,7 +92,9 @@ class ShellOutputImplementation(Protocol):
     with ``exit_code``, ``stdout``, ``stderr``, ``stdout_truncated``, ``stderr_truncated``,
     ``timed_out`` (and raising an ``Exception`` subclass when refused or unable to spawn);
     the kit always passes ``timeout``: seconds (0 included, a limit like any other) or
-    ``None`` for no limit. ``stdout`` and ``stderr`` may be any bytes-like object (the
+    ``None`` for no limit, and ``observer``: ``None`` for an unobserved call, anything else
+    an observer, whatever its truth value (the kit may hand over one whose ``__bool__`` is
+    False: test ``is not None``, never ``if observer:``). ``stdout`` and ``stderr`` may be any bytes-like object (the
     kit reads them with ``bytes()``); ``exit_code`` is the child's exit status, and the
     kit judges it only for a child that exited by itself (a timed-out result's is
     ``None``: SOO-TIMEOUT-RESULT);
@@ -197,6 +200,36 @@ class _ScriptedObserver:
             raise _exception(behaviour)
 
 
+class _FalsyObserver(_ScriptedObserver):
+    """A scripted observer that is false in a truth test, like an empty pane that is a list.
+
+    Being handed an observer is what makes a call observed (upstream's is an ``Option``,
+    present or not); ``if observer:`` would run this one unobserved.
+    """
+
+    def __bool__(self) -> bool:
+        return False
+
+    def __len__(self) -> int:
+        return 0
+
+
+class _FalsyCallable:
+    """A plain-callable observer (no ``on_output`` attribute) that is false in a truth test."""
+
+    def __init__(self, scripted: _ScriptedObserver) -> None:
+        self._scripted = scripted
+
+    def __call__(self, invocation: int, stream: object, chunk: bytes) -> None:
+        self._scripted.on_output(invocation, stream, chunk)
+
+    def __bool__(self) -> bool:
+        return False
+
+    def __len__(self) -> int:
+        return 0
+
+
 def _exception(behaviour: Mapping[str, Any]) -> Exception:
     """What a scripted behaviour's ``raise`` raises: RuntimeError unless ``exception`` says."""
     message = str(behaviour["raise"])
@@ -216,7 +249,11 @@ class ShellOutputDriver:
 
     @property
     def features(self) -> tuple[str, ...]:
-        return tuple(self.implementation.features)
+        """The implementation's own features, and ``soo-falsy-observer``: the falsy
+        observer is the kit's object, so any runner that takes observers can be handed one
+        (whether it then treats it as an observer is what the scenarios judge)."""
+        own = tuple(self.implementation.features)
+        return own if FALSY_OBSERVER_FEATURE in own else (*own, FALSY_OBSERVER_FEATURE)
 
     async def perform(self, request: Mapping[str, Any]) -> Trace:
         probed = own_stdin.probes_stdin(request["when"])
@@ -258,9 +295,11 @@ class _Run:
         )
 
     def _observer(self, entry: Mapping[str, Any]) -> Any:
-        scripted = _ScriptedObserver(entry, self)
+        scripted = (_FalsyObserver if entry.get("falsy") else _ScriptedObserver)(entry, self)
         if has_finish(dict(entry)):
             return scripted
+        if entry.get("falsy"):
+            return _FalsyCallable(scripted)
 
         def plain(invocation: int, stream: object, chunk: bytes) -> None:
             scripted.on_output(invocation, stream, chunk)

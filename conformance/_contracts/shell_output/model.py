@@ -22,6 +22,7 @@ from seamspec.reference._shell_output.emitter import (
 __all__ = [
     "CALL_VERBS",
     "DEFAULT_CAP",
+    "FALSY_OBSERVER_FEATURE",
     "LIVE_BUDGET_FEATURE",
     "SCRIPT_LIMIT",
     "behaviour_for",
@@ -55,6 +56,7 @@ SCRIPT_LIMIT = 100_000
 PROCESS_FEATURE = "soo-process"
 SESSION_FEATURE = "soo-session"
 LIVE_BUDGET_FEATURE = "soo-live-budget"
+FALSY_OBSERVER_FEATURE = "soo-falsy-observer"
 
 
 def step_verb(step: dict[str, Any]) -> str:
@@ -191,6 +193,17 @@ def lint(data: dict[str, Any]) -> list[tuple[tuple[str | int, ...], str]]:
                 ("given", "budget"),
                 f"a live budget apart from the output cap needs `requires: [{LIVE_BUDGET_FEATURE}]` "
                 "in a process scenario (upstream's runners always use the cap as the budget)",
+            )
+        )
+    if (
+        any(o.get("falsy") for o in given.get("observers", []))
+        and FALSY_OBSERVER_FEATURE not in requires
+    ):
+        problems.append(
+            (
+                ("given", "observers"),
+                f"a falsy observer needs `requires: [{FALSY_OBSERVER_FEATURE}]` (the object "
+                "is the kit's Python driver's: an implementation with its own driver skips it)",
             )
         )
     cancelled = {cancel_target(s["cancel"]) for s in when if step_verb(s) == "cancel"}

@@ -47,6 +47,7 @@ from seamspec.conformance._contracts.shell_output.outsiders import (
     batch10,
     batch11,
     batch13,
+    batch14,
 )
 from seamspec.conformance._contracts.shell_output.reference_adapter import ReferenceShellOutput
 from seamspec.conformance._core.python_adapter import PythonAdapter
@@ -176,6 +177,8 @@ _BATCHES: tuple[tuple[int, ModuleType, Collection[str]], ...] = (
     (11, batch11, batch11.UNSEEN),
     # batch 13 likewise (its still-PENDING variants are not in its MUTANTS)
     (13, batch13, batch13.UNSEEN),
+    # batch 14 likewise
+    (14, batch14, batch14.UNSEEN),
 )
 
 #: Each outsider base as written, where a scenario found a bug in the base itself: every

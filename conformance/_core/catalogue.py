@@ -30,7 +30,7 @@ __all__ = [
 ]
 
 #: Bumped when a rule is added, split or its meaning changes; reports carry it.
-SPEC_VERSION = "2026.26"
+SPEC_VERSION = "2026.27"
 
 
 Level = Literal["MUST", "SHOULD"]

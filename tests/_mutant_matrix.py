@@ -59,8 +59,11 @@ def run_matrix(
     controls = [name for name in runners if name not in mutants]
     order = {s.id: i for i, s in enumerate(scenarios)}
     jobs: list[tuple[str, Scenario | None]] = [(name, None) for name in runners if name in mutants]
-    pairs = [(name, s) for name in controls for s in scenarios]
-    jobs += sorted(pairs, key=lambda pair: -expected_wait(pair[1]))
+    pairs = sorted(
+        ((name, s) for name in controls for s in scenarios),
+        key=lambda pair: -expected_wait(pair[1]),
+    )
+    jobs += pairs
 
     def judge(name: str) -> list[ScenarioResult]:
         rule = mutants[name].rule

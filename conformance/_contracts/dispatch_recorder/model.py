@@ -24,6 +24,7 @@ __all__ = [
     "event_positions",
     "failed",
     "gates_of",
+    "healthy_under_short_limit",
     "late_limit",
     "lint",
     "policy_for",
@@ -328,25 +329,44 @@ def _races(
     return problems
 
 
-def _healthy_under_short_limits(given: dict[str, Any]) -> list[tuple[tuple[str | int, ...], str]]:
-    """Records and commits that answer on their own under a limit below HEALTHY_LIMIT."""
-    problems: list[tuple[tuple[str | int, ...], str]] = []
+def healthy_under_short_limit(given: dict[str, Any]) -> dict[str, tuple[int, ...]]:
+    """Each limit below HEALTHY_LIMIT (its key) with the scripted behaviours that would
+    answer on their own under it (their positions; ``()`` for an unscripted recorder,
+    whose every record or commit answers at once)."""
+    found: dict[str, tuple[int, ...]] = {}
     recorder = given.get("recorder") or {}
     for key, limit_key in (("record", "record_time_limit"), ("commit", "commit_time_limit")):
         limit = given.get(limit_key)
         if limit is None or float(limit) >= HEALTHY_LIMIT:
             continue
+        if recorder.get(key) is None:
+            found[limit_key] = ()
+            continue
+        healthy = tuple(
+            i
+            for i, b in enumerate(_behaviours(recorder, key))
+            if not (b.get("hang") or b.get("late") or "gate" in b)
+        )
+        if healthy:
+            found[limit_key] = healthy
+    return found
+
+
+def _healthy_under_short_limits(given: dict[str, Any]) -> list[tuple[tuple[str | int, ...], str]]:
+    """Records and commits that answer on their own under a limit below HEALTHY_LIMIT."""
+    problems: list[tuple[tuple[str | int, ...], str]] = []
+    recorder = given.get("recorder") or {}
+    for limit_key, positions in healthy_under_short_limit(given).items():
+        key = limit_key.split("_", 1)[0]
         script = recorder.get(key)
-        behaviours = _behaviours(recorder, key) if script is not None else [{}]
-        for index, b in enumerate(behaviours):
-            if not (b.get("hang") or b.get("late") or "gate" in b):
-                at: tuple[str | int, ...] = ("given", "recorder", key)
-                problems.append((
-                    at + ((index,) if isinstance(script, list) else ()),
-                    f"this {key} answers on its own under a {float(limit):g} s {limit_key}, and "
-                    f"would race it on a loaded machine: give a {limit_key} of "
-                    f"{HEALTHY_LIMIT:g} s or more, or script every {key} to hang or be late",
-                ))  # fmt: skip
+        for index in positions or (0,):
+            at: tuple[str | int, ...] = ("given", "recorder", key)
+            problems.append((
+                at + ((index,) if isinstance(script, list) else ()),
+                f"this {key} answers on its own under a {float(given[limit_key]):g} s "
+                f"{limit_key}, and would race it on a loaded machine: give a {limit_key} "
+                f"of {HEALTHY_LIMIT:g} s or more, or script every {key} to hang or be late",
+            ))  # fmt: skip
     return problems
 
 

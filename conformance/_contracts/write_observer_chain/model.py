@@ -14,6 +14,7 @@ from seamspec.conformance._contracts.write_observer_chain.sandbox import parents
 __all__ = [
     "TOOL_VERBS",
     "behaviour_for",
+    "blocks",
     "flatten",
     "is_limited",
     "leaf_limits",
@@ -148,7 +149,7 @@ def _lint_links(given: dict[str, Any]) -> list[tuple[tuple[str | int, ...], str]
     return problems
 
 
-def _blocks(entry: dict[str, Any], hook: str, index: int, released: set[str]) -> bool:
+def blocks(entry: dict[str, Any], hook: str, index: int, released: set[str]) -> bool:
     """Whether this hook call of a leaf waits until a limit cuts it off (never returns)."""
     if "builtin" in entry:
         return hook == "after_write" and entry.get("program") == "tidy-hang"
@@ -185,7 +186,7 @@ def _lint_short_limits(
                 limit = limits.get(str(entry["name"]))
                 if limit is None or limit >= HEALTHY_LIMIT or (entry["name"], hook) in told:
                     continue
-                if not _blocks(entry, hook, seen[hook], released):
+                if not blocks(entry, hook, seen[hook], released):
                     told.add((entry["name"], hook))
                     problems.append((
                         ("when", index, verb),

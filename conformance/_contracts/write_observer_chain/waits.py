@@ -15,7 +15,7 @@ from typing import Any
 from seamspec.conformance._contracts.write_observer_chain.model import (
     HOOKS,
     TOOL_VERBS,
-    behaviour_for,
+    blocks,
     step_verb,
 )
 
@@ -69,12 +69,6 @@ def _hung(
 ) -> float:
     chain_limit = math.inf if limit is None else float(limit)
     if "builtin" in entry:
-        if hook != "after_write" or entry.get("program") != "tidy-hang":
-            return 0.0
-        wait = min(chain_limit, float(entry.get("time_limit", _BUILTIN_LIMIT)))
-        return wait if math.isfinite(wait) else 0.0
-    behaviour = behaviour_for(entry, hook, index)
-    hangs = bool(behaviour.get("hang")) or (
-        "gate" in behaviour and behaviour["gate"] not in released
-    )
+        chain_limit = min(chain_limit, float(entry.get("time_limit", _BUILTIN_LIMIT)))
+    hangs = blocks(entry, hook, index, released)
     return chain_limit if hangs and math.isfinite(chain_limit) else 0.0
